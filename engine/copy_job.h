@@ -1,0 +1,71 @@
+#pragma once
+// The copy Job: the one place that knows what command copies a volume and how its result is
+// reported. The Job mounts the source claim at /source and the destination at /destination,
+// runs rsync, then writes a JSON summary of both trees to its termination message:
+//   {"v":1,"source":{"files":N,"bytes":B,"digest":"<sha256 hex>"},"destination":{...}}
+// where digest = sha256 of the sorted "sha256  ./relative/path" lines of every regular file
+// (sha256sum format). The controller deletes a source only when both sides are equal.
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/json.h"
+
+namespace stsresize {
+
+struct TreeSummary {
+  std::int64_t files = 0;
+  std::int64_t bytes = 0;
+  std::string digest;
+
+  friend bool operator==(const TreeSummary&, const TreeSummary&) = default;
+};
+
+struct CopySummary {
+  TreeSummary source;
+  TreeSummary destination;
+
+  bool matches() const { return source == destination; }
+};
+
+// Strict parse of a termination message; a clear error on anything else (the message may be
+// truncated to 4096 bytes by the kubelet: that is an error too, never a partial match).
+std::expected<CopySummary, std::string> parse_copy_summary(const std::string& message);
+std::string format_copy_summary(const CopySummary& summary);
+
+// Settings a platform engineer may change (flags of `stsresize run`).
+struct CopyJobSettings {
+  std::string image = "docker.io/instrumentisto/rsync-ssh:alpine3.20";
+  std::vector<std::string> rsync_flags = {"-aHAX", "--delete", "--numeric-ids"};
+  std::int32_t backoff_limit = 2;
+  std::optional<std::int64_t> active_deadline_seconds;
+  Json resources = Json::object();         // container resources
+  Json security_context = Json::object();  // container securityContext
+  Json pod_security_context = Json::object();
+  Json node_selector = Json::object();
+  Json tolerations = Json::array();
+};
+
+struct CopyJobRequest {
+  std::string ns;
+  std::string job_name;
+  std::string source_claim;
+  std::string destination_claim;
+  std::string operation_id;
+  std::string statefulset;
+  std::string purpose;  // "backup" or "restore"
+};
+
+// The shell script the container runs (POSIX sh, rsync, find, sort, sha256sum, wc):
+// copies, summarises both trees, writes the summary to /dev/termination-log, exits non-zero
+// if rsync failed.
+std::string copy_script(const CopyJobSettings& settings);
+
+// A batch/v1 Job: labels stsresize.dev/operation=<id>, stsresize.dev/statefulset=<sts>,
+// stsresize.dev/purpose=<purpose>; restartPolicy Never; the source mounted read-only;
+// command ["/bin/sh","-c",copy_script(settings)].
+Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings);
+
+}  // namespace stsresize

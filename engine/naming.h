@@ -1,0 +1,28 @@
+#pragma once
+// Names of the objects stsresize creates. Kubernetes limits names (and label values) to 63
+// characters for most kinds; long inputs are cut and suffixed with a hash of the whole input,
+// so distinct inputs stay distinct and the same input always gives the same name (which is
+// what makes "create if missing" idempotent across restarts).
+#include <string>
+#include <string_view>
+
+namespace stsresize::naming {
+
+// DNS-1123 label, at most `max` characters: lowercase, [a-z0-9-], starts and ends alphanumeric.
+// If `base` already fits it is returned unchanged; otherwise base[0..max-9] + "-" + 8 hex chars
+// of FNV-1a 64 over `base`.
+std::string bounded(std::string_view base, std::size_t max = 63);
+
+// PVC name the StatefulSet controller uses for ordinal i: "<template>-<sts>-<i>".
+std::string claim_name(std::string_view template_name, std::string_view sts, int ordinal);
+
+// The backup PVC of a source claim: bounded(<claim>-stsresize-bak).
+std::string backup_claim(std::string_view source_claim);
+// Copy Jobs: bounded(<claim>-stsresize-backup) and bounded(<claim>-stsresize-restore).
+std::string backup_job(std::string_view source_claim);
+std::string restore_job(std::string_view source_claim);
+
+// Short stable hex digest (FNV-1a 64) used for suffixes and operation ids.
+std::string short_hash(std::string_view input, std::size_t hex_chars = 8);
+
+}  // namespace stsresize::naming

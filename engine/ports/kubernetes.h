@@ -1,0 +1,116 @@
+#pragma once
+// The Kubernetes port: the subset of the API that stsresize uses, in API-server terms.
+// Implementations: adapters/kube (HTTP, the real thing) and adapters/fake (in memory, for tests).
+// Both are held to the same contract suite (tests/contract).
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/json.h"
+#include "engine/time.h"
+
+namespace stsresize {
+
+enum class Kind {
+  StatefulSet,
+  PersistentVolumeClaim,
+  PersistentVolume,
+  Job,
+  Pod,
+  StorageClass,
+  Event,
+  ConfigMap,
+  Lease,
+};
+
+std::string_view to_string(Kind kind);
+bool is_namespaced(Kind kind);
+
+// Names one object. `ns` is empty for cluster-scoped kinds (PersistentVolume, StorageClass).
+struct ObjectRef {
+  Kind kind;
+  std::string ns;
+  std::string name;
+
+  friend bool operator==(const ObjectRef&, const ObjectRef&) = default;
+};
+std::string to_string(const ObjectRef& ref);  // "PersistentVolumeClaim ns/name"
+
+// Built from an object's metadata (kind supplied by the caller).
+ObjectRef ref_of(Kind kind, const Json& object);
+
+struct ListOptions {
+  std::string label_selector;  // e.g. "app=web,stsresize.dev/operation"
+  std::string field_selector;
+  std::int64_t limit = 0;      // 0: no paging requested
+  std::string continue_token;
+};
+
+struct ObjectList {
+  std::vector<Json> items;
+  std::string resource_version;  // opaque; where a watch would start
+  std::string continue_token;    // non-empty when more pages remain
+};
+
+enum class PatchType { Merge, Json };
+
+enum class Propagation { Default, Background, Foreground, Orphan };
+
+struct DeleteOptions {
+  Propagation propagation = Propagation::Default;
+  // Preconditions: the delete fails with Conflict unless the live object still has them.
+  std::optional<std::string> uid;
+  std::optional<std::string> resource_version;
+  std::optional<std::int64_t> grace_period_seconds;
+};
+
+// Reasons the API server gives, mapped from the HTTP status and the Status object.
+enum class KubeErrorCode {
+  NotFound,         // 404
+  AlreadyExists,    // 409, reason AlreadyExists
+  Conflict,         // 409, reason Conflict (stale resourceVersion or failed precondition)
+  Gone,             // 410 (expired resourceVersion: relist)
+  Invalid,          // 422, with causes in `message`
+  BadRequest,       // 400
+  Unauthorized,     // 401
+  Forbidden,        // 403
+  TooManyRequests,  // 429, `retry_after` set when the server said so
+  ServerError,      // 5xx
+  Unreachable,      // connection refused, TLS failure, timeout: no answer from the server
+};
+std::string_view to_string(KubeErrorCode code);
+
+struct KubeError {
+  KubeErrorCode code;
+  std::string message;
+  Duration retry_after{0};
+
+  // Worth retrying with backoff, unchanged: the server may answer differently later.
+  bool transient() const;
+};
+
+template <class T>
+using KubeResult = std::expected<T, KubeError>;
+
+class Kubernetes {
+ public:
+  virtual ~Kubernetes() = default;
+
+  virtual KubeResult<Json> get(const ObjectRef& ref) = 0;
+  // `ns` empty lists across all namespaces (or a cluster-scoped kind).
+  virtual KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                                      const ListOptions& options = {}) = 0;
+  // Namespace and name come from the object's metadata. Returns the object as stored.
+  virtual KubeResult<Json> create(Kind kind, const Json& object) = 0;
+  // Optimistic concurrency: metadata.resourceVersion must be the live one, else Conflict.
+  virtual KubeResult<Json> update(Kind kind, const Json& object) = 0;
+  virtual KubeResult<Json> update_status(Kind kind, const Json& object) = 0;
+  virtual KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) = 0;
+  // Succeeds when deletion was accepted; the object may linger while finalizers run.
+  virtual KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) = 0;
+};
+
+}  // namespace stsresize

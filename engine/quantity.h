@@ -1,0 +1,32 @@
+#pragma once
+// Kubernetes resource quantities ("20Gi", "1.5G", "500M", "1e9", "2048") as exact byte counts.
+#include <compare>
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+
+namespace stsresize {
+
+class Quantity {
+ public:
+  // Strict: the grammar of k8s.io/apimachinery resource.Quantity (binary suffixes Ki..Ei,
+  // decimal k M G T P E, exponents e/E, optional sign). Refuses negative values, fractions
+  // of a byte, overflow past int64, empty input and trailing garbage, with a message that
+  // quotes the input.
+  static std::expected<Quantity, std::string> parse(std::string_view text);
+  static Quantity from_bytes(std::int64_t bytes) { return Quantity{bytes}; }
+
+  std::int64_t bytes() const { return bytes_; }
+  // Canonical form as the API server prints it: the largest binary suffix that divides the
+  // value exactly ("20Gi"), else decimal, else plain bytes.
+  std::string to_string() const;
+
+  friend auto operator<=>(const Quantity&, const Quantity&) = default;
+
+ private:
+  explicit Quantity(std::int64_t bytes) : bytes_(bytes) {}
+  std::int64_t bytes_ = 0;
+};
+
+}  // namespace stsresize

@@ -1,0 +1,2 @@
+// Removed once the first state lands.
+namespace stsresize {}
