@@ -18,8 +18,10 @@ class Quantity {
   static Quantity from_bytes(std::int64_t bytes) { return Quantity{bytes}; }
 
   std::int64_t bytes() const { return bytes_; }
-  // Canonical form as the API server prints it: the largest binary suffix that divides the
-  // value exactly ("20Gi"), else decimal, else plain bytes.
+  // Canonical, exact and stable: in each family (binary Ki..Ei, decimal k..E) the largest suffix
+  // that divides the value exactly; the shortest of those and the plain byte count wins, binary
+  // first on a tie: "20Gi", "1536Mi" (1.5Gi), "1G", "1500M", "1T" (never "976562500Ki"), "1023".
+  // parse(to_string()) always gives the same value back.
   std::string to_string() const;
 
   friend auto operator<=>(const Quantity&, const Quantity&) = default;
