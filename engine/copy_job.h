@@ -58,9 +58,18 @@ struct CopyJobRequest {
   std::string purpose;  // "backup" or "restore"
 };
 
-// The shell script the container runs (POSIX sh, rsync, find, sort, sha256sum, wc):
-// copies, summarises both trees, writes the summary to /dev/termination-log, exits non-zero
-// if rsync failed.
+// The shell script the container runs (POSIX sh as in busybox ash and dash; rsync, find,
+// xargs -0, stat, sort, sha256sum): rsync --info=progress2 <flags> /source/ /destination/, then
+// summarises both trees and writes the summary to /dev/termination-log. Exit status:
+//   0      summary written, both sides equal;
+//   3      summary written, the sides differ (the Job fails, and its retries fail the same way);
+//   rsync's status when rsync failed: no summary, the termination message is
+//          "stsresize-copy: rsync failed with exit code N" (parse_copy_summary refuses it);
+//   other  the summary could not be computed: no summary.
+// Only regular files are summarised (symlinks, directories and metadata are rsync's job). The
+// digest lines are sha256sum's own output, so the digest depends on the sha256sum
+// implementation for names containing '\' or a newline; both sides are always summarised by
+// the same one, so only the comparison of the two sides is meaningful.
 std::string copy_script(const CopyJobSettings& settings);
 
 // A batch/v1 Job: labels stsresize.dev/operation=<id>, stsresize.dev/statefulset=<sts>,

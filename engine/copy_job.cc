@@ -1,0 +1,277 @@
+#include "engine/copy_job.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/naming.h"
+
+namespace stsresize {
+namespace {
+
+// Single-quoted for POSIX sh: the only character that needs care inside '...' is ' itself.
+std::string shell_quoted(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+// The script is kept to what busybox ash (the Alpine image) and dash/bash (the local node
+// simulator runs the command on the host) share: no pipefail, no arrays, no `local`.
+//
+// Why the summary cannot be fooled by a failing pipeline stage even without pipefail: a
+// stage that fails drops lines, and a dropped line changes that side's counts or digest. A
+// file unreadable on the source has already failed rsync; one unreadable on the destination
+// makes the sides differ. Failures only ever turn into "not proven copied".
+//
+// Digest lines are sha256sum's own output, so their exact bytes depend on the implementation
+// for names containing '\', newline (and, for GNU coreutils 9, carriage return): GNU escapes
+// them with a leading '\', busybox prints them raw. Both sides are always summarised by the
+// same tool in the same container, so the comparison is sound; a busybox digest of a name
+// containing a newline followed by a forged "<64 hex>  ./" line is the one theoretical
+// ambiguity, and it needs a deliberately crafted file name on the source.
+constexpr std::string_view kScriptHead = R"(set -eu
+# stsresize copy Job: copy /source/ to /destination/, then prove it (see engine/copy_job.h).
+summarise() (
+  cd "$1"
+  counts=$(find . -type f -print0 | xargs -0 -r stat -c %s | {
+    files=0
+    bytes=0
+    while read -r size; do
+      files=$((files + 1))
+      bytes=$((bytes + size))
+    done
+    echo "$files $bytes"
+  })
+  digest=$(find . -type f -print0 | xargs -0 -r sha256sum | LC_ALL=C sort | sha256sum)
+  printf '{"files":%s,"bytes":%s,"digest":"%s"}' "${counts% *}" "${counts#* }" "${digest%% *}"
+)
+echo "stsresize-copy: rsync /source/ /destination/"
+status=0
+)";
+
+constexpr std::string_view kScriptTail = R"( /source/ /destination/ || status=$?
+if [ "$status" -ne 0 ]; then
+  message="stsresize-copy: rsync failed with exit code $status"
+  printf '%s' "$message" > /dev/termination-log
+  echo "$message" >&2
+  exit "$status"
+fi
+echo "stsresize-copy: summarising /source"
+source_summary=$(summarise /source)
+echo "stsresize-copy: summarising /destination"
+destination_summary=$(summarise /destination)
+summary="{\"v\":1,\"source\":$source_summary,\"destination\":$destination_summary}"
+printf '%s' "$summary" > /dev/termination-log
+echo "stsresize-copy: $summary"
+if [ "$source_summary" != "$destination_summary" ]; then
+  echo "stsresize-copy: destination differs from source" >&2
+  exit 3
+fi
+)";
+
+std::string format_tree(const TreeSummary& tree) {
+  return "{\"files\":" + std::to_string(tree.files) + ",\"bytes\":" + std::to_string(tree.bytes) +
+         ",\"digest\":\"" + tree.digest + "\"}";
+}
+
+std::expected<void, std::string> has_exactly(const Json& object,
+                                             std::initializer_list<std::string_view> keys,
+                                             std::string_view what) {
+  if (!object.is_object()) return std::unexpected(std::string{what} + " is not a JSON object");
+  for (std::string_view key : keys) {
+    if (!object.contains(key)) {
+      return std::unexpected(std::string{what} + " has no \"" + std::string{key} + "\"");
+    }
+  }
+  for (const auto& [key, value] : object.items()) {
+    if (std::ranges::find(keys, std::string_view{key}) == keys.end()) {
+      return std::unexpected(std::string{what} + " has an unexpected key \"" + key + "\"");
+    }
+  }
+  return {};
+}
+
+std::expected<std::int64_t, std::string> count(const Json& value, std::string_view what) {
+  if (value.is_number_unsigned()) {
+    const auto n = value.get<std::uint64_t>();
+    if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return std::unexpected(std::string{what} + " is out of range");
+    }
+    return static_cast<std::int64_t>(n);
+  }
+  if (value.is_number_integer()) {
+    return std::unexpected(std::string{what} + " is negative");
+  }
+  return std::unexpected(std::string{what} + " is not an integer");
+}
+
+bool is_sha256_hex(const std::string& digest) {
+  return digest.size() == 64 && std::ranges::all_of(digest, [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::expected<TreeSummary, std::string> parse_tree(const Json& tree, const std::string& side) {
+  const std::string what = "copy summary \"" + side + "\"";
+  if (auto ok = has_exactly(tree, {"files", "bytes", "digest"}, what); !ok) {
+    return std::unexpected(ok.error());
+  }
+  TreeSummary out;
+  auto files = count(tree.at("files"), what + " files");
+  if (!files) return std::unexpected(files.error());
+  auto bytes = count(tree.at("bytes"), what + " bytes");
+  if (!bytes) return std::unexpected(bytes.error());
+  const Json& digest = tree.at("digest");
+  if (!digest.is_string() || !is_sha256_hex(digest.get<std::string>())) {
+    return std::unexpected(what + " digest is not 64 lowercase hex digits");
+  }
+  out.files = *files;
+  out.bytes = *bytes;
+  out.digest = digest.get<std::string>();
+  return out;
+}
+
+// Label values allow upper case, '_' and '.', unlike names; anything else goes through
+// naming::bounded so a 253-character StatefulSet name still yields a valid, distinct label.
+bool is_label_value(const std::string& value) {
+  if (value.empty()) return true;
+  if (value.size() > 63) return false;
+  const auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (!alnum(value.front()) || !alnum(value.back())) return false;
+  return std::ranges::all_of(value,
+                             [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+std::string label_value(const std::string& value) {
+  return is_label_value(value) ? value : naming::bounded(value);
+}
+
+}  // namespace
+
+std::expected<CopySummary, std::string> parse_copy_summary(const std::string& message) {
+  if (message.empty()) return std::unexpected(std::string{"copy summary is empty"});
+  const Json parsed = Json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    // Also the shape of a message the kubelet cut at 4096 bytes, or rsync's failure text.
+    std::string excerpt = message.substr(0, 200);
+    return std::unexpected("copy summary is not valid JSON (truncated or an error message?): " +
+                           excerpt);
+  }
+  if (auto ok = has_exactly(parsed, {"v", "source", "destination"}, "copy summary"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  const Json& version = parsed.at("v");
+  if (!version.is_number_integer() || version.get<std::int64_t>() != 1) {
+    return std::unexpected("copy summary has unsupported version " + version.dump() +
+                           " (expected 1)");
+  }
+  auto source = parse_tree(parsed.at("source"), "source");
+  if (!source) return std::unexpected(source.error());
+  auto destination = parse_tree(parsed.at("destination"), "destination");
+  if (!destination) return std::unexpected(destination.error());
+  return CopySummary{std::move(*source), std::move(*destination)};
+}
+
+std::string format_copy_summary(const CopySummary& summary) {
+  return "{\"v\":1,\"source\":" + format_tree(summary.source) +
+         ",\"destination\":" + format_tree(summary.destination) + "}";
+}
+
+std::string copy_script(const CopyJobSettings& settings) {
+  std::string script{kScriptHead};
+  // progress2: one overall progress record (bytes, %, rate) rewritten with '\r', so a long copy
+  // is visibly moving in `kubectl logs`. rsync refreshes it as each file completes, so a tree
+  // of millions of small files logs tens of bytes per file; the kubelet's log rotation bounds
+  // that, and per-file listings (-v) are deliberately not used.
+  script += "rsync --info=progress2";
+  for (const std::string& flag : settings.rsync_flags) {
+    script += ' ';
+    script += shell_quoted(flag);
+  }
+  script += kScriptTail;
+  return script;
+}
+
+Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
+  const Json labels = {
+      {"app.kubernetes.io/managed-by", "stsresize"},
+      {"stsresize.dev/operation", label_value(request.operation_id)},
+      {"stsresize.dev/statefulset", label_value(request.statefulset)},
+      {"stsresize.dev/purpose", label_value(request.purpose)},
+  };
+  // Full values (labels may have been shortened) and the claims, for humans and for the
+  // controller to check that a Job it finds is the one it meant to create.
+  const Json annotations = {
+      {"stsresize.dev/operation", request.operation_id},
+      {"stsresize.dev/statefulset", request.statefulset},
+      {"stsresize.dev/source-claim", request.source_claim},
+      {"stsresize.dev/destination-claim", request.destination_claim},
+  };
+
+  Json container = {
+      {"name", "copy"},
+      {"image", settings.image},
+      {"imagePullPolicy", "IfNotPresent"},
+      {"command", Json::array({"/bin/sh", "-c", copy_script(settings)})},
+      {"volumeMounts", Json::array({
+                           {{"name", "source"}, {"mountPath", "/source"}, {"readOnly", true}},
+                           {{"name", "destination"}, {"mountPath", "/destination"}},
+                       })},
+      {"terminationMessagePath", "/dev/termination-log"},
+      {"terminationMessagePolicy", "File"},
+  };
+  if (!settings.resources.empty()) container["resources"] = settings.resources;
+  if (!settings.security_context.empty()) {
+    container["securityContext"] = settings.security_context;
+  }
+
+  Json pod_spec = {
+      {"restartPolicy", "Never"},
+      // The copy never talks to the API server.
+      {"automountServiceAccountToken", false},
+      {"containers", Json::array({container})},
+      {"volumes",
+       Json::array({
+           {{"name", "source"},
+            {"persistentVolumeClaim", {{"claimName", request.source_claim}, {"readOnly", true}}}},
+           {{"name", "destination"},
+            {"persistentVolumeClaim", {{"claimName", request.destination_claim}}}},
+       })},
+  };
+  if (!settings.pod_security_context.empty()) {
+    pod_spec["securityContext"] = settings.pod_security_context;
+  }
+  if (!settings.node_selector.empty()) pod_spec["nodeSelector"] = settings.node_selector;
+  if (!settings.tolerations.empty()) pod_spec["tolerations"] = settings.tolerations;
+
+  // No ttlSecondsAfterFinished: the controller reads the result, then deletes the Job itself.
+  Json job_spec = {
+      {"backoffLimit", settings.backoff_limit},
+      {"template", {{"metadata", {{"labels", labels}}}, {"spec", pod_spec}}},
+  };
+  if (settings.active_deadline_seconds) {
+    job_spec["activeDeadlineSeconds"] = *settings.active_deadline_seconds;
+  }
+
+  return Json{
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata",
+       {{"name", request.job_name},
+        {"namespace", request.ns},
+        {"labels", labels},
+        {"annotations", annotations}}},
+      {"spec", job_spec},
+  };
+}
+
+}  // namespace stsresize

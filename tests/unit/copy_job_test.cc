@@ -1,0 +1,548 @@
+#include "engine/copy_job.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace stsresize {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Summary format
+
+const std::string kDigestA(64, 'a');
+const std::string kDigestB = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+TEST(CopySummary, FormatsTheOneLineShapeTheScriptWrites) {
+  const CopySummary summary{{3, 100, kDigestA}, {3, 100, kDigestB}};
+  EXPECT_EQ(format_copy_summary(summary),
+            "{\"v\":1,\"source\":{\"files\":3,\"bytes\":100,\"digest\":\"" + kDigestA +
+                "\"},\"destination\":{\"files\":3,\"bytes\":100,\"digest\":\"" + kDigestB + "\"}}");
+}
+
+TEST(CopySummary, ParsesWhatItFormats) {
+  const CopySummary summary{{0, 0, kDigestA}, {9223372036854775807, 42, kDigestB}};
+  const auto parsed = parse_copy_summary(format_copy_summary(summary));
+  ASSERT_TRUE(parsed.has_value()) << parsed.error();
+  EXPECT_EQ(parsed->source, summary.source);
+  EXPECT_EQ(parsed->destination, summary.destination);
+  EXPECT_FALSE(parsed->matches());
+}
+
+TEST(CopySummary, MatchesOnlyWhenBothSidesAreEqual) {
+  EXPECT_TRUE((CopySummary{{1, 2, kDigestA}, {1, 2, kDigestA}}).matches());
+  EXPECT_FALSE((CopySummary{{1, 2, kDigestA}, {1, 3, kDigestA}}).matches());
+  EXPECT_FALSE((CopySummary{{1, 2, kDigestA}, {2, 2, kDigestA}}).matches());
+  EXPECT_FALSE((CopySummary{{1, 2, kDigestA}, {1, 2, kDigestB}}).matches());
+}
+
+std::string tree(const std::string& files, const std::string& bytes, const std::string& digest) {
+  return "{\"files\":" + files + ",\"bytes\":" + bytes + ",\"digest\":\"" + digest + "\"}";
+}
+
+TEST(CopySummary, RefusesAnythingButTheExactShapeWithAClearMessage) {
+  const std::string good = tree("1", "2", kDigestA);
+  const struct {
+    std::string message;
+    std::string expected_error_part;
+  } rows[] = {
+      {"", "empty"},
+      {"stsresize-copy: rsync failed with exit code 23", "not valid JSON"},
+      {"{\"v\":1,\"source\":" + good + ",\"destination\":" + good.substr(0, 20), "not valid JSON"},
+      {"[]", "not a JSON object"},
+      {"{\"v\":1,\"source\":" + good + "}", "has no \"destination\""},
+      {"{\"v\":2,\"source\":" + good + ",\"destination\":" + good + "}", "unsupported version 2"},
+      {"{\"v\":\"1\",\"source\":" + good + ",\"destination\":" + good + "}", "unsupported version"},
+      {"{\"v\":1.0,\"source\":" + good + ",\"destination\":" + good + "}", "unsupported version"},
+      {"{\"v\":1,\"source\":" + good + ",\"destination\":" + good + ",\"x\":0}",
+       "unexpected key \"x\""},
+      {"{\"v\":1,\"source\":" + tree("-1", "2", kDigestA) + ",\"destination\":" + good + "}",
+       "\"source\" files is negative"},
+      {"{\"v\":1,\"source\":" + good + ",\"destination\":" + tree("1", "2.5", kDigestA) + "}",
+       "\"destination\" bytes is not an integer"},
+      {"{\"v\":1,\"source\":" + good + ",\"destination\":" + tree("1", "\"2\"", kDigestA) + "}",
+       "\"destination\" bytes is not an integer"},
+      {"{\"v\":1,\"source\":" + tree("18446744073709551615", "2", kDigestA) +
+           ",\"destination\":" + good + "}",
+       "out of range"},
+      {"{\"v\":1,\"source\":" + tree("1", "2", std::string(63, 'a')) + ",\"destination\":" + good +
+           "}",
+       "64 lowercase hex"},
+      {"{\"v\":1,\"source\":" + tree("1", "2", std::string(64, 'A')) + ",\"destination\":" + good +
+           "}",
+       "64 lowercase hex"},
+      {"{\"v\":1,\"source\":" + tree("1", "2", std::string(64, 'g')) + ",\"destination\":" + good +
+           "}",
+       "64 lowercase hex"},
+      {"{\"v\":1,\"source\":{\"files\":1,\"bytes\":2},\"destination\":" + good + "}",
+       "\"source\" has no \"digest\""},
+      {"{\"v\":1,\"source\":[],\"destination\":" + good + "}", "not a JSON object"},
+  };
+  for (const auto& row : rows) {
+    const auto parsed = parse_copy_summary(row.message);
+    ASSERT_FALSE(parsed.has_value()) << "accepted: " << row.message;
+    EXPECT_NE(parsed.error().find(row.expected_error_part), std::string::npos)
+        << row.message << "\n -> " << parsed.error();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job shape
+
+CopyJobRequest backup_request() {
+  return CopyJobRequest{.ns = "shop",
+                        .job_name = "data-web-0-stsresize-backup",
+                        .source_claim = "data-web-0",
+                        .destination_claim = "data-web-0-stsresize-bak",
+                        .operation_id = "op-1a2b3c4d",
+                        .statefulset = "web",
+                        .purpose = "backup"};
+}
+
+TEST(CopyJob, HasTheIdentifyingMetadata) {
+  const Json job = build_copy_job(backup_request(), CopyJobSettings{});
+  EXPECT_EQ(job.at("apiVersion"), "batch/v1");
+  EXPECT_EQ(job.at("kind"), "Job");
+  const Json& meta = job.at("metadata");
+  EXPECT_EQ(meta.at("name"), "data-web-0-stsresize-backup");
+  EXPECT_EQ(meta.at("namespace"), "shop");
+  const Json expected_labels = {{"app.kubernetes.io/managed-by", "stsresize"},
+                                {"stsresize.dev/operation", "op-1a2b3c4d"},
+                                {"stsresize.dev/statefulset", "web"},
+                                {"stsresize.dev/purpose", "backup"}};
+  EXPECT_EQ(meta.at("labels"), expected_labels);
+  EXPECT_EQ(meta.at("annotations").at("stsresize.dev/source-claim"), "data-web-0");
+  EXPECT_EQ(meta.at("annotations").at("stsresize.dev/destination-claim"),
+            "data-web-0-stsresize-bak");
+  EXPECT_EQ(job.at("spec").at("template").at("metadata").at("labels"), expected_labels);
+}
+
+TEST(CopyJob, SpecRunsOnceMountsSourceReadOnlyAndKeepsTheResult) {
+  CopyJobSettings settings;
+  settings.backoff_limit = 4;
+  const Json job = build_copy_job(backup_request(), settings);
+  const Json& spec = job.at("spec");
+  EXPECT_EQ(spec.at("backoffLimit"), 4);
+  EXPECT_FALSE(spec.contains("activeDeadlineSeconds"));
+  EXPECT_FALSE(spec.contains("ttlSecondsAfterFinished"));
+  const Json& pod = spec.at("template").at("spec");
+  EXPECT_EQ(pod.at("restartPolicy"), "Never");
+  const Json expected_volumes = Json::parse(R"([
+    {"name":"source","persistentVolumeClaim":{"claimName":"data-web-0","readOnly":true}},
+    {"name":"destination","persistentVolumeClaim":{"claimName":"data-web-0-stsresize-bak"}}
+  ])");
+  EXPECT_EQ(pod.at("volumes"), expected_volumes);
+  ASSERT_EQ(pod.at("containers").size(), 1u);
+  const Json& c = pod.at("containers").at(0);
+  EXPECT_EQ(c.at("name"), "copy");
+  EXPECT_EQ(c.at("image"), settings.image);
+  EXPECT_EQ(c.at("command"), Json::array({"/bin/sh", "-c", copy_script(settings)}));
+  const Json expected_mounts = Json::parse(R"([
+    {"name":"source","mountPath":"/source","readOnly":true},
+    {"name":"destination","mountPath":"/destination"}
+  ])");
+  EXPECT_EQ(c.at("volumeMounts"), expected_mounts);
+  EXPECT_EQ(c.at("terminationMessagePath"), "/dev/termination-log");
+  EXPECT_EQ(c.at("terminationMessagePolicy"), "File");
+  for (const char* absent : {"resources", "securityContext"}) {
+    EXPECT_FALSE(c.contains(absent)) << absent;
+  }
+  for (const char* absent : {"securityContext", "nodeSelector", "tolerations"}) {
+    EXPECT_FALSE(pod.contains(absent)) << absent;
+  }
+}
+
+TEST(CopyJob, CarriesThePlatformSettingsWhenGiven) {
+  CopyJobSettings settings;
+  settings.image = "registry.local/rsync:1";
+  settings.active_deadline_seconds = 3600;
+  settings.resources = {{"limits", {{"memory", "256Mi"}}}};
+  settings.security_context = {{"readOnlyRootFilesystem", true}};
+  settings.pod_security_context = {{"runAsUser", 0}};
+  settings.node_selector = {{"disk", "ssd"}};
+  settings.tolerations = Json::array({{{"key", "storage"}, {"operator", "Exists"}}});
+  const Json job = build_copy_job(backup_request(), settings);
+  EXPECT_EQ(job.at("spec").at("activeDeadlineSeconds"), 3600);
+  const Json& pod = job.at("spec").at("template").at("spec");
+  const Json& c = pod.at("containers").at(0);
+  EXPECT_EQ(c.at("image"), "registry.local/rsync:1");
+  EXPECT_EQ(c.at("resources"), settings.resources);
+  EXPECT_EQ(c.at("securityContext"), settings.security_context);
+  EXPECT_EQ(pod.at("securityContext"), settings.pod_security_context);
+  EXPECT_EQ(pod.at("nodeSelector"), settings.node_selector);
+  EXPECT_EQ(pod.at("tolerations"), settings.tolerations);
+}
+
+TEST(CopyJob, KeepsLabelValuesValidForLongStatefulSetNames) {
+  CopyJobRequest request = backup_request();
+  request.statefulset = std::string(253, 'w');
+  const Json job = build_copy_job(request, CopyJobSettings{});
+  const std::string label = job.at("metadata").at("labels").at("stsresize.dev/statefulset");
+  EXPECT_LE(label.size(), 63u);
+  EXPECT_NE(label, request.statefulset);
+  EXPECT_EQ(job.at("metadata").at("annotations").at("stsresize.dev/statefulset"),
+            request.statefulset);
+}
+
+TEST(CopyJob, ScriptQuotesEveryRsyncFlag) {
+  CopyJobSettings settings;
+  settings.rsync_flags = {"-a", "--exclude=it's here", "--bwlimit=10m"};
+  const std::string script = copy_script(settings);
+  EXPECT_NE(script.find("rsync --info=progress2 '-a' '--exclude=it'\\''s here' '--bwlimit=10m' "
+                        "/source/ /destination/"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.rfind("set -eu", 0), 0u) << "must start with set -eu";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the real script: on the host's /bin/sh (dash) and under busybox, inside bubblewrap
+// with the Job's paths, exactly as the local node simulator runs it.
+
+// FIPS 180-4 SHA-256, written here so the expected digest does not come from the tools the
+// script uses.
+class Sha256 {
+ public:
+  void update(std::string_view data) {
+    for (unsigned char c : data) {
+      block_[block_len_++] = c;
+      if (block_len_ == 64) {
+        compress();
+        block_len_ = 0;
+      }
+    }
+    length_ += data.size();
+  }
+  std::string hex() {
+    const std::uint64_t bits = length_ * 8;
+    update(std::string_view{"\x80", 1});
+    while (block_len_ != 56) update(std::string_view{"\0", 1});
+    for (int i = 7; i >= 0; --i) block_[block_len_++] = static_cast<unsigned char>(bits >> (8 * i));
+    compress();
+    std::string out;
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (std::uint32_t word : h_) {
+      for (int i = 28; i >= 0; i -= 4) out += kHex[(word >> i) & 0xf];
+    }
+    return out;
+  }
+
+ private:
+  static std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void compress() {
+    static constexpr std::array<std::uint32_t, 64> k = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2};
+    std::array<std::uint32_t, 64> w{};
+    for (int i = 0; i < 16; ++i) {
+      w[i] = (std::uint32_t{block_[4 * i]} << 24) | (std::uint32_t{block_[4 * i + 1]} << 16) |
+             (std::uint32_t{block_[4 * i + 2]} << 8) | std::uint32_t{block_[4 * i + 3]};
+    }
+    for (int i = 16; i < 64; ++i) {
+      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    auto [a, b, c, d, e, f, g, h] = h_;
+    for (int i = 0; i < 64; ++i) {
+      const std::uint32_t t1 =
+          h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const std::uint32_t t2 =
+          (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    const std::array<std::uint32_t, 8> add = {a, b, c, d, e, f, g, h};
+    for (int i = 0; i < 8; ++i) h_[i] += add[i];
+  }
+
+  std::array<std::uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::array<unsigned char, 64> block_{};
+  std::size_t block_len_ = 0;
+  std::uint64_t length_ = 0;
+};
+
+std::string sha256(std::string_view data) {
+  Sha256 h;
+  h.update(data);
+  return h.hex();
+}
+
+TEST(CopyJobTestSupport, Sha256MatchesTheStandardTestVectors) {
+  EXPECT_EQ(sha256(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_file(const fs::path& path, std::string_view content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+enum class Tool { Gnu, Busybox };
+
+// The summary the script must produce, computed from the files themselves: sha256sum lines
+// ("<hex>  ./<path>"; GNU escapes names holding '\' or a newline behind a leading '\', busybox
+// prints them raw), split into lines, sorted bytewise, hashed.
+TreeSummary expected_summary(const fs::path& root, Tool tool) {
+  TreeSummary out;
+  std::string listing;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_symlink() || !entry.is_regular_file()) continue;
+    const std::string content = read_file(entry.path());
+    ++out.files;
+    out.bytes += static_cast<std::int64_t>(content.size());
+    const std::string name = "./" + fs::relative(entry.path(), root).string();
+    const bool escape = tool == Tool::Gnu && name.find_first_of("\\\n") != std::string::npos;
+    std::string printed;
+    for (char c : name) {
+      if (escape && c == '\\') {
+        printed += "\\\\";
+      } else if (escape && c == '\n') {
+        printed += "\\n";
+      } else {
+        printed += c;
+      }
+    }
+    listing += (escape ? "\\" : "") + sha256(content) + "  " + printed + "\n";
+  }
+  std::vector<std::string> lines;
+  std::istringstream in(listing);
+  for (std::string line; std::getline(in, line);) lines.push_back(line + "\n");
+  std::ranges::sort(lines);
+  std::string sorted;
+  for (const std::string& line : lines) sorted += line;
+  out.digest = sha256(sorted);
+  return out;
+}
+
+// Everything under root: relative path -> kind and content (symlinks by target).
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string rel = fs::relative(entry.path(), root).string();
+    if (entry.is_symlink()) {
+      out[rel] = "link:" + fs::read_symlink(entry.path()).string();
+    } else if (entry.is_directory()) {
+      out[rel] = "dir";
+    } else if (entry.is_regular_file()) {
+      out[rel] = "file:" + read_file(entry.path());
+    } else {
+      out[rel] = "other";
+    }
+  }
+  return out;
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+  std::string termination_message;
+};
+
+class CopyScriptRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access("/usr/bin/bwrap", X_OK) != 0) GTEST_SKIP() << "bubblewrap is not installed";
+    char pattern[] = "/tmp/stsresize-copy-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    source_ = dir_ / "source";
+    destination_ = dir_ / "destination";
+    fs::create_directories(source_);
+    fs::create_directories(destination_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  void populate_awkward_tree() {
+    write_file(source_ / "plain.txt", "hello\n");
+    write_file(source_ / "with space.txt", "spaces in the name");
+    write_file(source_ / "new\nline", "a newline in the name");
+    write_file(source_ / "back\\slash", "a backslash in the name");
+    write_file(source_ / "empty", "");
+    write_file(source_ / ".hidden", "hidden");
+    std::string binary;
+    for (int i = 0; i < 200000; ++i) binary += static_cast<char>((i * 7919) % 256);
+    write_file(source_ / "nested" / "dir" / "deep.bin", binary);
+    fs::create_directories(source_ / "empty-dir");
+    fs::create_symlink("plain.txt", source_ / "link");
+  }
+
+  RunResult run(const std::string& script, Tool tool, bool destination_read_only = false) {
+    const fs::path log = dir_ / "termination-log";
+    const fs::path output = dir_ / "output";
+    write_file(log, "");
+    std::vector<std::string> args = {"bwrap", "--die-with-parent", "--ro-bind", "/usr", "/usr"};
+    for (const char* top : {"/bin", "/sbin", "/lib", "/lib64", "/lib32"}) {
+      if (fs::is_symlink(top)) {
+        args.insert(args.end(), {"--symlink", fs::read_symlink(top).string(), top});
+      } else if (fs::exists(top)) {
+        args.insert(args.end(), {"--ro-bind", top, top});
+      }
+    }
+    args.insert(args.end(), {"--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc",
+                             "--tmpfs", "/tmp", "--ro-bind", source_.string(), "/source",
+                             destination_read_only ? "--ro-bind" : "--bind", destination_.string(),
+                             "/destination", "--bind", log.string(), "/dev/termination-log"});
+    std::string shell = "/bin/sh";
+    if (tool == Tool::Busybox) {
+      const fs::path applets = dir_ / "busybox";
+      fs::create_directories(applets);
+      for (const char* applet :
+           {"sh", "find", "xargs", "stat", "sort", "sha256sum", "cat", "echo", "printf"}) {
+        if (!fs::exists(applets / applet)) fs::create_symlink("/usr/bin/busybox", applets / applet);
+      }
+      args.insert(args.end(), {"--ro-bind", applets.string(), "/busybox", "--setenv", "PATH",
+                               "/busybox:/usr/bin:/bin"});
+      shell = "/busybox/sh";
+    } else {
+      args.insert(args.end(), {"--setenv", "PATH", "/usr/bin:/bin"});
+    }
+    args.insert(args.end(), {shell, "-c", script});
+
+    RunResult result;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.output = read_file(output);
+    result.termination_message = read_file(log);
+    return result;
+  }
+
+  bool busybox_available() const { return access("/usr/bin/busybox", X_OK) == 0; }
+
+  // Copy, then check everything the controller relies on.
+  void expect_faithful_copy(Tool tool) {
+    populate_awkward_tree();
+    const RunResult r = run(copy_script(CopyJobSettings{}), tool);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(snapshot(destination_), snapshot(source_));
+    const auto summary = parse_copy_summary(r.termination_message);
+    ASSERT_TRUE(summary.has_value()) << summary.error() << "\n" << r.output;
+    EXPECT_TRUE(summary->matches());
+    const TreeSummary expected = expected_summary(source_, tool);
+    EXPECT_EQ(expected.files, 7);  // the symlink and directories are not regular files
+    EXPECT_EQ(summary->source, expected);
+    EXPECT_EQ(summary->destination, expected);
+  }
+
+  fs::path dir_;
+  fs::path source_;
+  fs::path destination_;
+};
+
+TEST_F(CopyScriptRun, CopiesAnAwkwardTreeFaithfullyUnderTheHostShell) {
+  expect_faithful_copy(Tool::Gnu);
+}
+
+TEST_F(CopyScriptRun, CopiesAnAwkwardTreeFaithfullyUnderBusybox) {
+  if (!busybox_available()) GTEST_SKIP() << "busybox is not installed";
+  expect_faithful_copy(Tool::Busybox);
+}
+
+TEST_F(CopyScriptRun, SummarisesEmptyVolumes) {
+  const RunResult r = run(copy_script(CopyJobSettings{}), Tool::Gnu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto summary = parse_copy_summary(r.termination_message);
+  ASSERT_TRUE(summary.has_value()) << summary.error();
+  const TreeSummary empty{0, 0, sha256("")};
+  EXPECT_EQ(summary->source, empty);
+  EXPECT_EQ(summary->destination, empty);
+}
+
+TEST_F(CopyScriptRun, DeletesWhatTheDestinationHadThatTheSourceDoesNot) {
+  populate_awkward_tree();
+  write_file(destination_ / "stale" / "leftover", "from an earlier attempt");
+  const RunResult r = run(copy_script(CopyJobSettings{}), Tool::Gnu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(destination_ / "stale"));
+  EXPECT_EQ(snapshot(destination_), snapshot(source_));
+}
+
+TEST_F(CopyScriptRun, DetectsADestinationCorruptedBehindRsyncsBack) {
+  populate_awkward_tree();
+  ASSERT_EQ(run(copy_script(CopyJobSettings{}), Tool::Gnu).exit_code, 0);
+  // Same size and mtime: rsync's quick check skips the file, only the summary can notice.
+  const fs::path victim = destination_ / "nested" / "dir" / "deep.bin";
+  const auto mtime = fs::last_write_time(victim);
+  std::string content = read_file(victim);
+  content[1000] = static_cast<char>(content[1000] ^ 0x01);
+  write_file(victim, content);
+  fs::last_write_time(victim, mtime);
+
+  const RunResult r = run(copy_script(CopyJobSettings{}), Tool::Gnu);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const auto summary = parse_copy_summary(r.termination_message);
+  ASSERT_TRUE(summary.has_value()) << summary.error();
+  EXPECT_FALSE(summary->matches());
+  EXPECT_EQ(summary->source, expected_summary(source_, Tool::Gnu));
+  EXPECT_EQ(summary->destination, expected_summary(destination_, Tool::Gnu));
+  EXPECT_EQ(summary->destination.files, summary->source.files);
+  EXPECT_EQ(summary->destination.bytes, summary->source.bytes);
+  EXPECT_NE(summary->destination.digest, summary->source.digest);
+}
+
+TEST_F(CopyScriptRun, ReportsRsyncFailureWithoutASummary) {
+  populate_awkward_tree();
+  const RunResult r = run(copy_script(CopyJobSettings{}), Tool::Gnu,
+                          /*destination_read_only=*/true);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 3) << r.output;
+  EXPECT_EQ(r.termination_message,
+            "stsresize-copy: rsync failed with exit code " + std::to_string(r.exit_code));
+  EXPECT_FALSE(parse_copy_summary(r.termination_message).has_value());
+}
+
+}  // namespace
+}  // namespace stsresize
