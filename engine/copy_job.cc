@@ -138,23 +138,6 @@ std::expected<TreeSummary, std::string> parse_tree(const Json& tree, const std::
   return out;
 }
 
-// Label values allow upper case, '_' and '.', unlike names; anything else goes through
-// naming::bounded so a 253-character StatefulSet name still yields a valid, distinct label.
-bool is_label_value(const std::string& value) {
-  if (value.empty()) return true;
-  if (value.size() > 63) return false;
-  const auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (!alnum(value.front()) || !alnum(value.back())) return false;
-  return std::ranges::all_of(value,
-                             [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-std::string label_value(const std::string& value) {
-  return is_label_value(value) ? value : naming::bounded(value);
-}
-
 }  // namespace
 
 std::expected<CopySummary, std::string> parse_copy_summary(const std::string& message) {
@@ -204,9 +187,9 @@ std::string copy_script(const CopyJobSettings& settings) {
 Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
   const Json labels = {
       {"app.kubernetes.io/managed-by", "stsresize"},
-      {"stsresize.dev/operation", label_value(request.operation_id)},
-      {"stsresize.dev/statefulset", label_value(request.statefulset)},
-      {"stsresize.dev/purpose", label_value(request.purpose)},
+      {"stsresize.dev/operation", naming::label_value(request.operation_id)},
+      {"stsresize.dev/statefulset", naming::label_value(request.statefulset)},
+      {"stsresize.dev/purpose", naming::label_value(request.purpose)},
   };
   // Full values (labels may have been shortened) and the claims, for humans and for the
   // controller to check that a Job it finds is the one it meant to create.

@@ -66,6 +66,16 @@ std::string bounded(std::string_view base, std::size_t max) {
   return prefix.empty() ? hash : prefix + "-" + hash;
 }
 
+std::string label_value(std::string_view value) {
+  if (value.empty()) return {};
+  const auto alnum = [](char c) { return is_alnum_lower(c) || (c >= 'A' && c <= 'Z'); };
+  const bool valid = value.size() <= 63 && alnum(value.front()) && alnum(value.back()) &&
+                     std::ranges::all_of(value, [&](char c) {
+                       return alnum(c) || c == '-' || c == '_' || c == '.';
+                     });
+  return valid ? std::string{value} : bounded(value);
+}
+
 std::string claim_name(std::string_view template_name, std::string_view sts, int ordinal) {
   std::string out{template_name};
   out += '-';

@@ -22,6 +22,11 @@ std::string backup_claim(std::string_view source_claim);
 std::string backup_job(std::string_view source_claim);
 std::string restore_job(std::string_view source_claim);
 
+// A label value (at most 63 characters of [A-Za-z0-9-_.], alphanumeric at both ends, or empty):
+// `value` unchanged if it is one, else bounded(value). Use it both when labelling and when
+// selecting, so a 253-character StatefulSet name still finds its Jobs.
+std::string label_value(std::string_view value);
+
 // Short stable hex digest (FNV-1a 64) used for suffixes and operation ids.
 std::string short_hash(std::string_view input, std::size_t hex_chars = 8);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -372,6 +373,23 @@ std::map<std::string, std::string> snapshot(const fs::path& root) {
   return out;
 }
 
+std::vector<std::string> busybox_applets() {
+  std::vector<std::string> out;
+  FILE* list = popen("/usr/bin/busybox --list", "r");
+  if (list == nullptr) return out;
+  std::string current;
+  for (int c = fgetc(list); c != EOF; c = fgetc(list)) {
+    if (c == '\n') {
+      if (!current.empty()) out.push_back(current);
+      current.clear();
+    } else {
+      current += static_cast<char>(c);
+    }
+  }
+  pclose(list);
+  return out;
+}
+
 struct RunResult {
   int exit_code = -1;
   std::string output;
@@ -428,8 +446,8 @@ class CopyScriptRun : public ::testing::Test {
     if (tool == Tool::Busybox) {
       const fs::path applets = dir_ / "busybox";
       fs::create_directories(applets);
-      for (const char* applet :
-           {"sh", "find", "xargs", "stat", "sort", "sha256sum", "cat", "echo", "printf"}) {
+      // Every applet busybox has, so nothing the script calls silently falls back to GNU.
+      for (const std::string& applet : busybox_applets()) {
         if (!fs::exists(applets / applet)) fs::create_symlink("/usr/bin/busybox", applets / applet);
       }
       args.insert(args.end(), {"--ro-bind", applets.string(), "/busybox", "--setenv", "PATH",

@@ -77,6 +77,21 @@ TEST(Naming, BoundedHonoursASmallerMaximum) {
   EXPECT_TRUE(is_dns1123_label(bounded("anything-long", 8), 8));
 }
 
+TEST(Naming, LabelValueKeepsValidValuesIncludingUpperCaseAndDots) {
+  EXPECT_EQ(label_value("web"), "web");
+  EXPECT_EQ(label_value("My_App.v2"), "My_App.v2");
+  EXPECT_EQ(label_value(""), "");
+  EXPECT_EQ(label_value(std::string(63, 'w')), std::string(63, 'w'));
+}
+
+TEST(Naming, LabelValueBoundsLongOrInvalidValues) {
+  const std::string sts(253, 's');
+  EXPECT_EQ(label_value(sts), bounded(sts));
+  EXPECT_EQ(label_value(sts).size(), 63u);
+  EXPECT_EQ(label_value("_leading"), bounded("_leading"));
+  EXPECT_EQ(label_value("has space"), bounded("has space"));
+}
+
 TEST(Naming, ClaimNameFollowsTheStatefulSetControllerConvention) {
   EXPECT_EQ(claim_name("data", "web", 0), "data-web-0");
   EXPECT_EQ(claim_name("www", "my-app", 12), "www-my-app-12");
