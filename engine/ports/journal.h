@@ -54,12 +54,14 @@ struct OperationSummary {
   TimePoint last_time;
 };
 
+// The `{}` initialisers let callers name only the fields they filter on ({.ns = "shop"})
+// without g++'s -Wmissing-field-initializers.
 struct JournalQuery {
-  std::optional<std::string> operation_id;
-  std::optional<std::string> ns;
-  std::optional<std::string> statefulset;
-  std::optional<TimePoint> since;  // inclusive
-  std::optional<TimePoint> until;  // exclusive
+  std::optional<std::string> operation_id{};
+  std::optional<std::string> ns{};
+  std::optional<std::string> statefulset{};
+  std::optional<TimePoint> since{};  // inclusive
+  std::optional<TimePoint> until{};  // exclusive
 };
 
 class Journal {
