@@ -1,0 +1,188 @@
+#pragma once
+// An in-memory API server implementing the Kubernetes port, for unit and crash-resume tests.
+//
+// Modelled on kube-apiserver v1.37 (checked against its source; tests/contract holds both to
+// the same suite):
+// - one cluster-wide resourceVersion counter; every write bumps it, reads never do, and an
+//   update or patch that changes nothing is not a write (same resourceVersion, no history);
+// - create fills uid, creationTimestamp (from the Clock), generation 1 (StatefulSet, Job, Pod),
+//   apiVersion/kind, the defaults stsresize meets, and refuses a body that carries a
+//   resourceVersion (500, as the real server does); generateName is honoured;
+// - update: a stale resourceVersion is Conflict; a missing one is an unconditional update
+//   (except Lease: 422) — the real server's behaviour; generation bumps on spec changes only;
+//   for kinds with a status subresource the main resource ignores status and update_status
+//   ignores spec (and, for Pods only, metadata: other kinds really do persist metadata changes
+//   sent to /status); update_status of a kind without /status is NotFound;
+// - immutable fields (api_rules.h) are 422; growing a bound PVC whose StorageClass does not
+//   allow expansion is 403 (admission), growing an unbound one is 422 (validation);
+// - patch: merge (RFC 7386) and JSON (RFC 6902; failed test → 422); a resourceVersion in the
+//   patch is a precondition; the result passes through the update rules;
+// - remove: uid/resourceVersion preconditions → Conflict; finalizers keep the object with
+//   deletionTimestamp until an update removes the last one; PVCs get the
+//   kubernetes.io/pvc-protection finalizer at creation (admission), PVs
+//   kubernetes.io/pv-protection;
+// - propagation: Orphan strips the owner's ownerReferences from dependents at once (the real
+//   server does it through the "orphan" finalizer and the garbage collector: same end state);
+//   Background removes the owner now and leaves dependents to the garbage collector, which
+//   runs in SimulatedCluster::tick(); Foreground is treated like Background (the real owner
+//   would linger until dependents are gone). Default means what the kind's strategy says:
+//   Orphan for batch/v1 Jobs (kept for backward compatibility upstream!), Background else;
+// - list: label and field selectors (metadata.name, metadata.namespace for all kinds;
+//   status.phase and spec.nodeName for Pods; involvedObject.*, reason, type for Events),
+//   items sorted by namespace/name without kind/apiVersion (as in a real list), paging with
+//   an opaque continue token. Deviation: later pages read the current state, not a snapshot
+//   at the first page's resourceVersion (they still report that resourceVersion).
+// Not modelled: watch, managedFields / server-side apply, strategic merge patch, quantity
+// canonicalisation, namespaces as objects (any namespace is accepted), graceful pod deletion
+// (pods are removed at once), most validation outside what stsresize touches.
+//
+// Test controls: fault rules and a mutation budget (simulated crash), call counters, a history
+// of every write, raw access for setting up states the API would not allow. Thread-safe.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/ports/clock.h"
+#include "engine/ports/kubernetes.h"
+
+namespace stsresize {
+
+enum class Verb { Get, List, Create, Update, UpdateStatus, Patch, Remove };
+std::string_view to_string(Verb verb);
+bool is_mutating(Verb verb);
+
+// Who wrote: the code under test through the port, or the simulated cluster (controllers,
+// garbage collector, test setup through system()).
+enum class Actor { Client, System };
+
+struct Mutation {
+  std::int64_t sequence = 0;  // 1, 2, 3... over all actors
+  Actor actor = Actor::Client;
+  Verb verb = Verb::Update;
+  ObjectRef ref;
+  Json object;           // as stored after the write; for a deletion, the last stored state
+  bool deleted = false;  // the object no longer exists after this write
+  TimePoint time;
+};
+
+struct FaultRule {
+  static constexpr int kForever = -1;
+
+  // Every member has an initialiser so that designated initialisers compile warning-free:
+  //   kube.inject({.verb = Verb::Get, .kind = Kind::Pod, .error = KubeError{...}});
+  std::optional<Verb> verb = {};  // nullopt: any verb
+  std::optional<Kind> kind = {};
+  std::optional<std::string> name = {};  // never matches list calls
+  int times = 1;                         // matching calls affected, or kForever
+  // Fail instead of executing...
+  std::optional<KubeError> error = {};
+  // ...or, when set, execute the call and then answer `error` anyway: the write happened but
+  // the client never heard of it (a lost response).
+  bool fail_after_applying = false;
+  // Runs before the call, outside the lock: advance a ManualClock (latency), or write the
+  // object concurrently (through system()) to provoke a conflict.
+  std::function<void()> action = {};
+};
+
+class FakeKubernetes final : public Kubernetes {
+ public:
+  explicit FakeKubernetes(const Clock& clock, std::uint64_t seed = 1);
+  ~FakeKubernetes() override;
+
+  // The port, as the code under test sees it: faults, budget and counters apply.
+  KubeResult<Json> get(const ObjectRef& ref) override;
+  KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                              const ListOptions& options = {}) override;
+  KubeResult<Json> create(Kind kind, const Json& object) override;
+  KubeResult<Json> update(Kind kind, const Json& object) override;
+  KubeResult<Json> update_status(Kind kind, const Json& object) override;
+  KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
+  KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+
+  // The same API rules as the cluster's own components use them: no faults, no budget, not
+  // counted, recorded in history as Actor::System. For test setup and simulated controllers.
+  Kubernetes& system();
+
+  // ---- Faults ----
+  void inject(FaultRule rule);
+  void clear_faults();
+  // After `n` more successful mutating client calls, every client call fails with
+  // Unreachable("injected crash") until the budget is reset; nullopt lifts it.
+  void set_mutation_budget(std::optional<int> n);
+
+  // ---- Observation ----
+  // Client calls attempted (including failed and injected ones), by verb and optionally kind.
+  int calls(Verb verb, std::optional<Kind> kind = std::nullopt) const;
+  // Successful mutating client calls, including those that changed nothing.
+  int mutations() const;
+  std::vector<Mutation> history() const;
+  // Called synchronously after every write (any actor); it may call back into this object.
+  void on_mutation(std::function<void(const Mutation&)> observer);
+  std::string current_resource_version() const;
+
+  // ---- Raw access: bypasses every API rule. Never for code under test. ----
+  // Stores the object as given (filling apiVersion/kind, uid and creationTimestamp when
+  // missing), replacing any existing one; bumps the resourceVersion.
+  Json put_raw(Kind kind, Json object);
+  // Edits a stored object in place; nullopt when missing. The one rule kept: an object with a
+  // deletionTimestamp and no finalizers left is gone (and nullopt is returned).
+  std::optional<Json> mutate_raw(const ObjectRef& ref, const std::function<void(Json&)>& change);
+  std::optional<Json> get_raw(const ObjectRef& ref) const;
+  // Sorted by namespace/name, with kind/apiVersion; `ns` empty: all namespaces.
+  std::vector<Json> list_raw(Kind kind, const std::string& ns = "") const;
+
+  const Clock& clock() const { return clock_; }
+
+ private:
+  class SystemClient;
+  using Key = std::tuple<Kind, std::string, std::string>;
+
+  struct FaultDecision {
+    std::optional<KubeError> before;
+    std::optional<KubeError> after;
+    std::vector<std::function<void()>> actions;
+  };
+  FaultDecision decide_faults(Verb verb, Kind kind, const std::string& name);
+  template <class T, class Operation>
+  KubeResult<T> intercept(Verb verb, Kind kind, const std::string& name, Operation operation);
+
+  // The API rules; callers hold mutex_.
+  KubeResult<Json> do_get(const ObjectRef& ref) const;
+  KubeResult<ObjectList> do_list(Kind kind, const std::string& ns,
+                                 const ListOptions& options) const;
+  KubeResult<Json> do_create(Actor actor, Kind kind, const Json& object);
+  KubeResult<Json> do_update(Actor actor, Verb verb, Kind kind, const Json& object);
+  KubeResult<Json> do_patch(Actor actor, const ObjectRef& ref, PatchType type, const Json& patch);
+  KubeResult<void> do_remove(Actor actor, const ObjectRef& ref, const DeleteOptions& options);
+  std::optional<KubeError> admit_claim_resize(const Json& claim, const Json& old) const;
+  void orphan_dependents(const std::string& owner_uid);
+  Json store(Actor actor, Verb verb, Kind kind, Json object);
+  void erase(Actor actor, Verb verb, const Key& key);
+  void record(Actor actor, Verb verb, const Key& key, const Json& object, bool deleted);
+  std::string next_resource_version();
+  std::uint64_t next_random();  // deterministic per seed
+  std::string new_uid();
+  std::string random_suffix();
+
+  const Clock& clock_;
+  mutable std::recursive_mutex mutex_;
+  std::map<Key, Json> objects_;
+  std::int64_t resource_version_ = 1000;
+  std::uint64_t random_state_;
+  std::vector<FaultRule> faults_;
+  std::optional<int> mutation_budget_;
+  int mutations_ = 0;
+  int mutations_at_budget_ = 0;
+  std::map<std::pair<Verb, Kind>, int> calls_;
+  std::vector<Mutation> history_;
+  std::vector<std::function<void(const Mutation&)>> observers_;
+  std::unique_ptr<SystemClient> system_;
+};
+
+}  // namespace stsresize

@@ -1,0 +1,57 @@
+#pragma once
+// The Kubernetes port contract: behaviour of the real kube-apiserver that stsresize relies on.
+// The in-memory fake (adapters/fake) and the HTTP adapter (adapters/kube) must both pass it.
+//
+// Adding an implementation: write a factory returning a KubernetesUnderTest and, in your own
+// .cc file of a test binary that also compiles tests/contract/kubernetes_contract_test.cc,
+//   INSTANTIATE_TEST_SUITE_P(Http, KubernetesContract, ::testing::Values(KubernetesFactory{
+//       [] { return make_http_under_test(); }}));
+// (see fake_kubernetes_contract_test.cc for the fake's). Each test calls the factory once and
+// needs a namespace that exists and holds none of its objects (a fresh namespace per test is
+// simplest; `cleanup` may delete it). Subjects are chosen to work on a cluster without nodes
+// or provisioners: ConfigMaps, PVCs of a StorageClass that does not exist (they stay Pending)
+// and StatefulSets with 0 replicas.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/ports/kubernetes.h"
+
+namespace stsresize::contract {
+
+struct KubernetesUnderTest {
+  Kubernetes* kubernetes = nullptr;  // valid while this object lives
+  std::string ns;
+  std::function<void()> cleanup;             // runs on destruction
+  std::vector<std::shared_ptr<void>> owned;  // whatever `kubernetes` needs to stay alive
+
+  KubernetesUnderTest() = default;
+  KubernetesUnderTest(const KubernetesUnderTest&) = delete;
+  KubernetesUnderTest& operator=(const KubernetesUnderTest&) = delete;
+  ~KubernetesUnderTest() {
+    if (cleanup) cleanup();
+  }
+};
+
+struct KubernetesFactory {
+  std::function<std::unique_ptr<KubernetesUnderTest>()> make;
+};
+
+class KubernetesContract : public ::testing::TestWithParam<KubernetesFactory> {
+ protected:
+  void SetUp() override {
+    under_test_ = GetParam().make();
+    ASSERT_NE(under_test_, nullptr);
+    ASSERT_NE(under_test_->kubernetes, nullptr);
+  }
+  Kubernetes& kube() { return *under_test_->kubernetes; }
+  const std::string& ns() const { return under_test_->ns; }
+
+ private:
+  std::unique_ptr<KubernetesUnderTest> under_test_;
+};
+
+}  // namespace stsresize::contract
