@@ -16,7 +16,8 @@ std::unique_ptr<KubernetesUnderTest> make_fake() {
   return under_test;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fake, KubernetesContract, ::testing::Values(KubernetesFactory{make_fake}));
+INSTANTIATE_TEST_SUITE_P(Fake, KubernetesContract,
+                         ::testing::Values(KubernetesFactory{"Fake", make_fake}));
 
 }  // namespace
 }  // namespace stsresize::contract

@@ -5,7 +5,7 @@
 // Adding an implementation: write a factory returning a KubernetesUnderTest and, in your own
 // .cc file of a test binary that also compiles tests/contract/kubernetes_contract_test.cc,
 //   INSTANTIATE_TEST_SUITE_P(Http, KubernetesContract, ::testing::Values(KubernetesFactory{
-//       [] { return make_http_under_test(); }}));
+//       "Http", [] { return make_http_under_test(); }}));
 // (see fake_kubernetes_contract_test.cc for the fake's). Each test calls the factory once and
 // needs a namespace that exists and holds none of its objects (a fresh namespace per test is
 // simplest; `cleanup` may delete it). Subjects are chosen to work on a cluster without nodes
@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,10 @@ struct KubernetesUnderTest {
 };
 
 struct KubernetesFactory {
+  std::string name;  // shown in test names: "Fake", "Http"
   std::function<std::unique_ptr<KubernetesUnderTest>()> make;
+
+  friend void PrintTo(const KubernetesFactory& factory, std::ostream* out) { *out << factory.name; }
 };
 
 class KubernetesContract : public ::testing::TestWithParam<KubernetesFactory> {
