@@ -1,0 +1,93 @@
+#include "engine/annotations.h"
+
+#include "engine/operation_codec.h"
+#include "engine/timestamp.h"
+
+namespace stsresize {
+
+namespace {
+
+const Json* metadata_map(const Json& object, std::string_view key) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return nullptr;
+  auto map = metadata->find(key);
+  if (map == metadata->end() || !map->is_object()) return nullptr;
+  return &*map;
+}
+
+std::string metadata_string(const Json& object, std::string_view key) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return {};
+  auto value = metadata->find(key);
+  return value != metadata->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string encode_state_annotation(const Operation& operation) {
+  return encode_operation(operation).dump();
+}
+
+std::expected<Operation, std::string> decode_state_annotation(std::string_view text) {
+  const std::string where = "annotation " + std::string{kStateAnnotation};
+  Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) return std::unexpected(where + ": not valid JSON");
+  return decode_operation(document, where);
+}
+
+std::expected<std::optional<Operation>, std::string> read_operation(const Json& statefulset) {
+  const Json* annotations = metadata_map(statefulset, "annotations");
+  if (!annotations) return std::nullopt;
+  auto state = annotations->find(kStateAnnotation);
+  if (state == annotations->end()) return std::nullopt;
+  if (!state->is_string()) {
+    return std::unexpected("annotation " + std::string{kStateAnnotation} + " is not a string");
+  }
+  auto operation = decode_state_annotation(state->get<std::string>());
+  if (!operation) return std::unexpected(operation.error());
+  const std::string ns = metadata_string(statefulset, "namespace");
+  const std::string name = metadata_string(statefulset, "name");
+  const std::string uid = metadata_string(statefulset, "uid");
+  if (operation->ns != ns || operation->statefulset != name || operation->sts_uid != uid) {
+    return std::unexpected("annotation " + std::string{kStateAnnotation} + " describes " +
+                           operation->ns + "/" + operation->statefulset + " (uid " +
+                           operation->sts_uid + "), not this StatefulSet " + ns + "/" + name +
+                           " (uid " + uid + ")");
+  }
+  return std::optional<Operation>{std::move(*operation)};
+}
+
+Json with_operation(Json statefulset, const Operation& operation) {
+  Json& metadata = statefulset["metadata"];
+  Json& annotations = metadata["annotations"];
+  if (!annotations.is_object()) annotations = Json::object();
+  const std::string state_key{kStateAnnotation};
+  const std::string phase_key{kPhaseAnnotation};
+  if (operation.phase == Phase::Completed) {
+    annotations.erase(state_key);
+    annotations.erase(phase_key);
+    annotations[std::string{kLastOperationAnnotation}] = Json{
+        {"id", operation.id},
+        {"outcome", to_string(operation.phase)},
+        {"finished",
+         format_timestamp(operation.phase_since)}}.dump();
+    return statefulset;
+  }
+  annotations[state_key] = encode_state_annotation(operation);
+  annotations[phase_key] = std::string{to_string(operation.phase)};
+  if (operation.phase == Phase::Failed) {
+    Json& labels = metadata["labels"];
+    if (!labels.is_object()) labels = Json::object();
+    labels[std::string{kFailedLabel}] = "true";
+  }
+  return statefulset;
+}
+
+bool is_marked_failed(const Json& statefulset) {
+  const Json* labels = metadata_map(statefulset, "labels");
+  if (!labels) return false;
+  auto label = labels->find(kFailedLabel);
+  return label != labels->end() && *label == "true";
+}
+
+}  // namespace stsresize

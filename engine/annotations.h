@@ -1,0 +1,40 @@
+#pragma once
+// The authoritative state of an in-flight operation: annotations on its StatefulSet.
+//   stsresize.dev/state           versioned JSON of the Operation (engine/operation_codec.h)
+//   stsresize.dev/phase           phase name for humans (`kubectl get sts -L`); never read back
+//   stsresize.dev/last-operation  short summary left when an operation completed
+//   label stsresize.dev/failed    "true" once an operation failed: never resized again
+//                                 automatically until a person removes it
+// A crashed or rescheduled controller rebuilds every operation from these alone.
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/json.h"
+#include "engine/operation.h"
+
+namespace stsresize {
+
+inline constexpr std::string_view kStateAnnotation = "stsresize.dev/state";
+inline constexpr std::string_view kPhaseAnnotation = "stsresize.dev/phase";
+inline constexpr std::string_view kLastOperationAnnotation = "stsresize.dev/last-operation";
+inline constexpr std::string_view kFailedLabel = "stsresize.dev/failed";
+
+std::string encode_state_annotation(const Operation& operation);
+// Strict: malformed JSON, an unknown version or phase, a missing or mistyped field, a bad
+// quantity: a clear error quoting the annotation name.
+std::expected<Operation, std::string> decode_state_annotation(std::string_view text);
+
+// The operation recorded on a StatefulSet; nullopt when none is. Also refuses a state that
+// names another StatefulSet (namespace, name or uid differ: e.g. the set was re-created).
+std::expected<std::optional<Operation>, std::string> read_operation(const Json& statefulset);
+
+// A copy of `statefulset` whose stsresize annotations and label describe `operation`; every
+// other field is kept, including metadata.resourceVersion (the write is optimistic).
+// Completed: state and phase removed, last-operation set. Failed: state kept, label added.
+Json with_operation(Json statefulset, const Operation& operation);
+
+bool is_marked_failed(const Json& statefulset);
+
+}  // namespace stsresize

@@ -1,0 +1,443 @@
+#include "engine/events.h"
+
+#include "engine/operation_codec.h"
+#include "engine/strict_json.h"
+
+namespace stsresize {
+
+namespace {
+
+using namespace events;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+template <class Enum>
+Enum read_enum(StrictObject& in, std::string_view key,
+               std::optional<Enum> (*parse)(std::string_view), Enum fallback) {
+  const std::string text = in.string(key);
+  if (!in.ok()) return fallback;
+  if (auto value = parse(text)) return *value;
+  in.fail(in.where() + ": unknown value \"" + text + "\" for \"" + std::string{key} + "\"");
+  return fallback;
+}
+
+TreeSummary read_summary(StrictObject& in, std::string_view key) {
+  const Json& object = in.object(key);
+  if (!in.ok()) return {};
+  auto summary = decode_tree_summary(object, in.where() + "." + std::string{key});
+  if (!summary) {
+    in.fail(summary.error());
+    return {};
+  }
+  return *summary;
+}
+
+std::expected<Event, std::string> decode_payload(std::string_view type, StrictObject& in) {
+  Event event;
+  if (type == "OperationStarted") {
+    OperationStarted e;
+    e.trigger = in.string("trigger");
+    e.sts_uid = in.string("stsUid");
+    const std::int64_t replicas = in.integer("originalReplicas");
+    if (in.ok() && (replicas < 0 || replicas > INT32_MAX)) {
+      in.fail(in.where() + ": originalReplicas out of range");
+    }
+    e.original_replicas = static_cast<std::int32_t>(replicas);
+    event = e;
+  } else if (type == "Planned") {
+    Planned e;
+    e.path = read_enum(in, "path", &parse_path, Path::Undecided);
+    const Json& claims = in.array("claims");
+    if (in.ok()) {
+      for (std::size_t i = 0; i < claims.size(); ++i) {
+        auto claim =
+            decode_claim_plan(claims[i], in.where() + ".claims[" + std::to_string(i) + "]");
+        if (!claim) {
+          in.fail(claim.error());
+          break;
+        }
+        e.claims.push_back(std::move(*claim));
+      }
+    }
+    event = e;
+  } else if (type == "PhaseChanged") {
+    PhaseChanged e;
+    e.from = read_enum(in, "from", &parse_phase, Phase::Pending);
+    e.to = read_enum(in, "to", &parse_phase, Phase::Pending);
+    e.event = read_enum(in, "event", &parse_phase_event, PhaseEvent::StepDone);
+    event = e;
+  } else if (type == "ActionIntended") {
+    ActionIntended e;
+    e.phase = read_enum(in, "phase", &parse_phase, Phase::Pending);
+    e.action = in.string("action");
+    e.target = in.string("target");
+    e.detail = in.string("detail");
+    event = e;
+  } else if (type == "BackupVerified") {
+    event = BackupVerified{in.string("claim"), read_summary(in, "summary")};
+  } else if (type == "SourceDeleted") {
+    event = SourceDeleted{in.string("claim")};
+  } else if (type == "ClaimRecreated") {
+    ClaimRecreated e;
+    e.claim = in.string("claim");
+    e.uid = in.string("uid");
+    event = e;
+  } else if (type == "RestoreVerified") {
+    event = RestoreVerified{in.string("claim"), read_summary(in, "summary")};
+  } else if (type == "ClaimExpanded") {
+    event = ClaimExpanded{in.string("claim")};
+  } else if (type == "StepFailed") {
+    StepFailed e;
+    e.phase = read_enum(in, "phase", &parse_phase, Phase::Pending);
+    e.reason = in.string("reason");
+    e.critical = in.boolean("critical");
+    event = e;
+  } else if (type == "Resumed") {
+    const Json& snapshot = in.object("snapshot");
+    Operation operation;
+    if (in.ok()) {
+      auto decoded = decode_operation(snapshot, in.where() + ".snapshot");
+      if (decoded) {
+        operation = std::move(*decoded);
+      } else {
+        in.fail(decoded.error());
+      }
+    }
+    event = Resumed{std::move(operation)};
+  } else if (type == "OperationFinished") {
+    event = OperationFinished{read_enum(in, "outcome", &parse_phase, Phase::Completed)};
+  } else {
+    return std::unexpected("unknown event type \"" + std::string{type} + "\"");
+  }
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  return event;
+}
+
+}  // namespace
+
+std::string_view event_type(const Event& event) {
+  return std::visit(Overloaded{
+                        [](const OperationStarted&) { return "OperationStarted"; },
+                        [](const Planned&) { return "Planned"; },
+                        [](const PhaseChanged&) { return "PhaseChanged"; },
+                        [](const ActionIntended&) { return "ActionIntended"; },
+                        [](const BackupVerified&) { return "BackupVerified"; },
+                        [](const SourceDeleted&) { return "SourceDeleted"; },
+                        [](const ClaimRecreated&) { return "ClaimRecreated"; },
+                        [](const RestoreVerified&) { return "RestoreVerified"; },
+                        [](const ClaimExpanded&) { return "ClaimExpanded"; },
+                        [](const StepFailed&) { return "StepFailed"; },
+                        [](const Resumed&) { return "Resumed"; },
+                        [](const OperationFinished&) { return "OperationFinished"; },
+                    },
+                    event);
+}
+
+Json encode_event_data(const Event& event) {
+  return std::visit(
+      Overloaded{
+          [](const OperationStarted& e) {
+            return Json{{"trigger", e.trigger},
+                        {"stsUid", e.sts_uid},
+                        {"originalReplicas", e.original_replicas}};
+          },
+          [](const Planned& e) {
+            Json claims = Json::array();
+            for (const ClaimPlan& claim : e.claims) claims.push_back(encode_claim_plan(claim));
+            return Json{{"path", to_string(e.path)}, {"claims", std::move(claims)}};
+          },
+          [](const PhaseChanged& e) {
+            return Json{{"from", to_string(e.from)},
+                        {"to", to_string(e.to)},
+                        {"event", to_string(e.event)}};
+          },
+          [](const ActionIntended& e) {
+            return Json{{"phase", to_string(e.phase)},
+                        {"action", e.action},
+                        {"target", e.target},
+                        {"detail", e.detail}};
+          },
+          [](const BackupVerified& e) {
+            return Json{{"claim", e.claim}, {"summary", encode_tree_summary(e.summary)}};
+          },
+          [](const SourceDeleted& e) {
+            return Json{{"claim", e.claim}};
+          },
+          [](const ClaimRecreated& e) {
+            return Json{{"claim", e.claim}, {"uid", e.uid}};
+          },
+          [](const RestoreVerified& e) {
+            return Json{{"claim", e.claim}, {"summary", encode_tree_summary(e.summary)}};
+          },
+          [](const ClaimExpanded& e) {
+            return Json{{"claim", e.claim}};
+          },
+          [](const StepFailed& e) {
+            return Json{
+                {"phase", to_string(e.phase)}, {"reason", e.reason}, {"critical", e.critical}};
+          },
+          [](const Resumed& e) {
+            return Json{{"snapshot", encode_operation(e.snapshot)}};
+          },
+          [](const OperationFinished& e) {
+            return Json{{"outcome", to_string(e.outcome)}};
+          },
+      },
+      event);
+}
+
+std::expected<Event, std::string> decode_event(std::string_view type, const Json& data) {
+  StrictObject in{data, "event " + std::string{type}};
+  return decode_payload(type, in);
+}
+
+std::expected<Event, std::string> decode_event(const JournalRecord& record) {
+  return decode_event(record.type, record.data);
+}
+
+JournalRecord make_record(const Operation& operation, std::int64_t sequence, TimePoint time,
+                          const Event& event) {
+  JournalRecord record;
+  record.operation_id = operation.id;
+  record.sequence = sequence;
+  record.time = time;
+  record.ns = operation.ns;
+  record.statefulset = operation.statefulset;
+  record.type = std::string{event_type(event)};
+  record.data = encode_event_data(event);
+  return record;
+}
+
+std::string describe(const Event& event) {
+  auto summary = [](const TreeSummary& s) {
+    return std::to_string(s.files) + " files, " + std::to_string(s.bytes) + " bytes, digest " +
+           s.digest.substr(0, 12);
+  };
+  return std::visit(
+      Overloaded{
+          [](const OperationStarted& e) {
+            return e.trigger + " (replicas " + std::to_string(e.original_replicas) + ")";
+          },
+          [](const Planned& e) {
+            std::string out = std::string{to_string(e.path)} + " path:";
+            for (const ClaimPlan& c : e.claims) {
+              out += " " + c.claim + " " + c.from_size.to_string() + "->" + c.to_size.to_string();
+            }
+            return out;
+          },
+          [](const PhaseChanged& e) {
+            return std::string{to_string(e.from)} + " -> " + std::string{to_string(e.to)} + " (" +
+                   std::string{to_string(e.event)} + ")";
+          },
+          [](const ActionIntended& e) {
+            return e.action + " " + e.target + (e.detail.empty() ? "" : ": " + e.detail);
+          },
+          [&](const BackupVerified& e) { return e.claim + ": " + summary(e.summary); },
+          [](const SourceDeleted& e) { return e.claim; },
+          [](const ClaimRecreated& e) { return e.claim + " uid " + e.uid; },
+          [&](const RestoreVerified& e) { return e.claim + ": " + summary(e.summary); },
+          [](const ClaimExpanded& e) { return e.claim; },
+          [](const StepFailed& e) {
+            return std::string{e.critical ? "critical" : "transient"} + " in " +
+                   std::string{to_string(e.phase)} + ": " + e.reason;
+          },
+          [](const Resumed& e) {
+            return "from annotation at phase " + std::string{to_string(e.snapshot.phase)};
+          },
+          [](const OperationFinished& e) { return std::string{to_string(e.outcome)}; },
+      },
+      event);
+}
+
+std::expected<void, ReplayError> Folder::apply(const JournalRecord& record) {
+  auto event = decode_event(record);
+  if (!event) return std::unexpected(ReplayError{record.sequence, event.error()});
+  return apply(record, *event);
+}
+
+std::expected<void, ReplayError> Folder::apply(const JournalRecord& record, const Event& event) {
+  const std::int64_t expected_sequence = state_ ? state_->last_sequence + 1 : 1;
+  if (record.sequence != expected_sequence) {
+    return std::unexpected(
+        ReplayError{record.sequence, "sequence " + std::to_string(record.sequence) + " where " +
+                                         std::to_string(expected_sequence) +
+                                         " was expected (gap or duplicate)"});
+  }
+  if (state_ && record.operation_id != state_->id) {
+    return std::unexpected(ReplayError{
+        record.sequence,
+        "record of operation " + record.operation_id + " in the stream of " + state_->id});
+  }
+  if (auto applied = apply_event(record, event); !applied) {
+    return std::unexpected(ReplayError{record.sequence, applied.error()});
+  }
+  state_->last_sequence = record.sequence;
+  return {};
+}
+
+std::expected<void, std::string> Folder::apply_event(const JournalRecord& record,
+                                                     const Event& event) {
+  using Result = std::expected<void, std::string>;
+  const std::string type{event_type(event)};
+  if (!state_) {
+    if (const auto* started = std::get_if<OperationStarted>(&event)) {
+      Operation op;
+      op.id = record.operation_id;
+      op.ns = record.ns;
+      op.statefulset = record.statefulset;
+      op.sts_uid = started->sts_uid;
+      op.original_replicas = started->original_replicas;
+      op.started = record.time;
+      op.phase_since = record.time;
+      state_ = std::move(op);
+      return {};
+    }
+    if (const auto* resumed = std::get_if<Resumed>(&event)) {
+      if (resumed->snapshot.id != record.operation_id) {
+        return std::unexpected("Resumed snapshot of " + resumed->snapshot.id +
+                               " in the stream of " + record.operation_id);
+      }
+      state_ = resumed->snapshot;
+      return {};
+    }
+    return std::unexpected(type + " before OperationStarted or Resumed");
+  }
+
+  Operation& op = *state_;
+  auto in_phase = [&](Phase phase) -> Result {
+    if (op.phase == phase) return {};
+    return std::unexpected(type + " in phase " + std::string{to_string(op.phase)} +
+                           " (belongs to " + std::string{to_string(phase)} + ")");
+  };
+  auto claim_of = [&](const std::string& name) -> std::expected<ClaimPlan*, std::string> {
+    if (ClaimPlan* claim = op.find_claim(name)) return claim;
+    return std::unexpected(type + " names claim \"" + name + "\", which is not in the plan");
+  };
+
+  return std::visit(
+      Overloaded{
+          [&](const OperationStarted&) -> Result {
+            return std::unexpected("OperationStarted in the middle of an operation");
+          },
+          [&](const Planned& e) -> Result {
+            if (auto ok = in_phase(Phase::Planning); !ok) return ok;
+            if (op.path != Path::Undecided) return std::unexpected("Planned twice");
+            if (e.path == Path::Undecided || e.claims.empty()) {
+              return std::unexpected("Planned without a path or claims");
+            }
+            op.path = e.path;
+            op.claims = e.claims;
+            return {};
+          },
+          [&](const PhaseChanged& e) -> Result {
+            if (e.from != op.phase) {
+              return std::unexpected("PhaseChanged from " + std::string{to_string(e.from)} +
+                                     " but the operation is in " +
+                                     std::string{to_string(op.phase)});
+            }
+            if (!rules_.allowed(e.from, e.event, op.sources_intact(), e.to)) {
+              return std::unexpected("transition " + std::string{to_string(e.from)} + " -> " +
+                                     std::string{to_string(e.to)} + " on " +
+                                     std::string{to_string(e.event)} +
+                                     " is refused by the state machine");
+            }
+            previous_phase_ = op.phase;
+            op.phase = e.to;
+            op.phase_since = record.time;
+            return {};
+          },
+          [&](const ActionIntended& e) -> Result { return in_phase(e.phase); },
+          [&](const BackupVerified& e) -> Result {
+            if (auto ok = in_phase(Phase::BackingUp); !ok) return ok;
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            (*claim)->backup_verified = e.summary;
+            return {};
+          },
+          [&](const SourceDeleted& e) -> Result {
+            if (auto ok = in_phase(Phase::Recreating); !ok) return ok;
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            if (!(*claim)->backup_verified) {
+              return std::unexpected("source " + e.claim +
+                                     " deleted before its backup was verified");
+            }
+            (*claim)->source_deleted = true;
+            return {};
+          },
+          [&](const ClaimRecreated& e) -> Result {
+            if (auto ok = in_phase(Phase::Recreating); !ok) return ok;
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            if (!(*claim)->source_deleted) {
+              return std::unexpected(e.claim + " recreated before its source was deleted");
+            }
+            (*claim)->recreated_uid = e.uid;
+            return {};
+          },
+          [&](const RestoreVerified& e) -> Result {
+            if (auto ok = in_phase(Phase::Restoring); !ok) return ok;
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            if ((*claim)->recreated_uid.empty()) {
+              return std::unexpected(e.claim + " restored before it was recreated");
+            }
+            (*claim)->restore_verified = e.summary;
+            return {};
+          },
+          [&](const ClaimExpanded& e) -> Result {
+            if (auto ok = in_phase(Phase::Expanding); !ok) return ok;
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            (*claim)->expanded = true;
+            return {};
+          },
+          [&](const StepFailed& e) -> Result {
+            if (auto ok = in_phase(e.phase); !ok) return ok;
+            if (e.critical)
+              op.failure = op.failure.empty() ? e.reason : op.failure + "; then " + e.reason;
+            return {};
+          },
+          [&](const Resumed& e) -> Result {
+            if (e.snapshot.id != op.id) {
+              return std::unexpected("Resumed snapshot of " + e.snapshot.id + " in the stream of " +
+                                     op.id);
+            }
+            const bool lags_by_at_most_one =
+                e.snapshot.phase == op.phase || e.snapshot.phase == previous_phase_;
+            if (!lags_by_at_most_one) {
+              return std::unexpected(
+                  "Resumed at phase " + std::string{to_string(e.snapshot.phase)} +
+                  " but the journal is at " + std::string{to_string(op.phase)} +
+                  ": the annotation may lag the journal by one transition at most");
+            }
+            if (e.snapshot.phase != op.phase) previous_phase_.reset();
+            op = e.snapshot;
+            return {};
+          },
+          [&](const OperationFinished& e) -> Result {
+            if (!is_terminal(e.outcome) || e.outcome != op.phase) {
+              return std::unexpected("OperationFinished with outcome " +
+                                     std::string{to_string(e.outcome)} + " in phase " +
+                                     std::string{to_string(op.phase)});
+            }
+            return {};
+          },
+      },
+      event);
+}
+
+std::expected<Operation, ReplayError> fold(std::span<const JournalRecord> records,
+                                           const TransitionRules& rules) {
+  Folder folder{rules};
+  for (const JournalRecord& record : records) {
+    if (auto applied = folder.apply(record); !applied) return std::unexpected(applied.error());
+  }
+  if (!folder.state()) return std::unexpected(ReplayError{0, "no records"});
+  return *folder.state();
+}
+
+}  // namespace stsresize

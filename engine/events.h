@@ -1,0 +1,137 @@
+#pragma once
+// Event sourcing: everything an operation does is one of these events, appended to the
+// journal BEFORE it is acted on (ActionIntended before a side effect, the fact before the
+// annotation that records it). Folding an operation's events reproduces its state.
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/operation.h"
+#include "engine/ports/journal.h"
+#include "engine/transition_rules.h"
+
+namespace stsresize {
+
+namespace events {
+
+struct OperationStarted {
+  std::string trigger;  // why, for people: "template data grew to 2Gi"
+  std::string sts_uid;
+  std::int32_t original_replicas = 0;
+  friend bool operator==(const OperationStarted&, const OperationStarted&) = default;
+};
+struct Planned {
+  Path path = Path::Undecided;
+  std::vector<ClaimPlan> claims;
+  friend bool operator==(const Planned&, const Planned&) = default;
+};
+struct PhaseChanged {
+  Phase from = Phase::Pending;
+  Phase to = Phase::Pending;
+  PhaseEvent event = PhaseEvent::StepDone;
+  friend bool operator==(const PhaseChanged&, const PhaseChanged&) = default;
+};
+// Appended before every mutating Kubernetes call: "I am about to do this".
+struct ActionIntended {
+  Phase phase = Phase::Pending;
+  std::string action;  // "create", "delete", "update", "patch"
+  std::string target;  // to_string(ObjectRef)
+  std::string detail;
+  friend bool operator==(const ActionIntended&, const ActionIntended&) = default;
+};
+struct BackupVerified {
+  std::string claim;
+  TreeSummary summary;
+  friend bool operator==(const BackupVerified&, const BackupVerified&) = default;
+};
+struct SourceDeleted {
+  std::string claim;
+  friend bool operator==(const SourceDeleted&, const SourceDeleted&) = default;
+};
+struct ClaimRecreated {
+  std::string claim;
+  std::string uid;
+  friend bool operator==(const ClaimRecreated&, const ClaimRecreated&) = default;
+};
+struct RestoreVerified {
+  std::string claim;
+  TreeSummary summary;
+  friend bool operator==(const RestoreVerified&, const RestoreVerified&) = default;
+};
+struct ClaimExpanded {
+  std::string claim;
+  friend bool operator==(const ClaimExpanded&, const ClaimExpanded&) = default;
+};
+struct StepFailed {
+  Phase phase = Phase::Pending;
+  std::string reason;
+  bool critical = false;
+  friend bool operator==(const StepFailed&, const StepFailed&) = default;
+};
+// The annotation state the engine continues from, when the journal had no records for the
+// operation or disagreed with the annotation (which is authoritative).
+struct Resumed {
+  Operation snapshot;
+  friend bool operator==(const Resumed&, const Resumed&) = default;
+};
+struct OperationFinished {
+  Phase outcome = Phase::Completed;
+  friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
+};
+
+}  // namespace events
+
+using Event = std::variant<events::OperationStarted, events::Planned, events::PhaseChanged,
+                           events::ActionIntended, events::BackupVerified, events::SourceDeleted,
+                           events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
+                           events::StepFailed, events::Resumed, events::OperationFinished>;
+
+// "PhaseChanged", ... — the JournalRecord type.
+std::string_view event_type(const Event& event);
+Json encode_event_data(const Event& event);
+// Strict: an unknown type or a payload with missing, mistyped or extra fields is an error.
+std::expected<Event, std::string> decode_event(std::string_view type, const Json& data);
+std::expected<Event, std::string> decode_event(const JournalRecord& record);
+
+JournalRecord make_record(const Operation& operation, std::int64_t sequence, TimePoint time,
+                          const Event& event);
+// One line for timelines and logs: "ScalingDown -> BackingUp (StepDone)".
+std::string describe(const Event& event);
+
+struct ReplayError {
+  std::int64_t sequence = 0;
+  std::string message;
+  friend bool operator==(const ReplayError&, const ReplayError&) = default;
+};
+
+// Folding one record at a time. Invariants checked on every record: sequences are gap-free,
+// the first record is OperationStarted or Resumed, a PhaseChanged is one the rules allow
+// from the current phase, progress events match the phase they belong to and never claim a
+// delete before a verified backup, and a Resumed snapshot lags the journal by at most one
+// transition.
+class Folder {
+ public:
+  explicit Folder(const TransitionRules& rules) : rules_(rules) {}
+
+  std::expected<void, ReplayError> apply(const JournalRecord& record);
+  std::expected<void, ReplayError> apply(const JournalRecord& record, const Event& event);
+  // nullopt before the first record.
+  const std::optional<Operation>& state() const { return state_; }
+
+ private:
+  std::expected<void, std::string> apply_event(const JournalRecord& record, const Event& event);
+
+  const TransitionRules& rules_;
+  std::optional<Operation> state_;
+  std::optional<Phase> previous_phase_;
+};
+
+std::expected<Operation, ReplayError> fold(std::span<const JournalRecord> records,
+                                           const TransitionRules& rules);
+
+}  // namespace stsresize

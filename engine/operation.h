@@ -1,0 +1,118 @@
+#pragma once
+// The model of one resize operation: what the engine is doing to one StatefulSet, and how far
+// it got. The authoritative copy lives in the StatefulSet's annotations (engine/annotations.h);
+// the journal (engine/events.h) can rebuild it by folding the operation's events.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/copy_job.h"
+#include "engine/quantity.h"
+#include "engine/time.h"
+
+namespace stsresize {
+
+enum class Phase {
+  Pending,
+  Planning,
+  ScalingDown,
+  BackingUp,
+  Recreating,
+  Restoring,
+  ScalingUp,
+  CleaningUp,
+  Expanding,
+  ScalingBack,
+  Completed,
+  Failed,
+};
+inline constexpr Phase kAllPhases[] = {
+    Phase::Pending,    Phase::Planning,    Phase::ScalingDown, Phase::BackingUp,
+    Phase::Recreating, Phase::Restoring,   Phase::ScalingUp,   Phase::CleaningUp,
+    Phase::Expanding,  Phase::ScalingBack, Phase::Completed,   Phase::Failed,
+};
+std::string_view to_string(Phase phase);
+std::optional<Phase> parse_phase(std::string_view text);
+bool is_terminal(Phase phase);
+
+// What makes the machine move from one phase to the next (states/machine.h has the table).
+enum class PhaseEvent {
+  StartPlanning,
+  PlannedCopy,
+  PlannedExpand,
+  StepDone,
+  CriticalError,
+  ScaleBackDone,
+};
+inline constexpr PhaseEvent kAllPhaseEvents[] = {
+    PhaseEvent::StartPlanning, PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
+    PhaseEvent::StepDone,      PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone,
+};
+std::string_view to_string(PhaseEvent event);
+std::optional<PhaseEvent> parse_phase_event(std::string_view text);
+
+// Expand: the StorageClass allows expansion and every change is a pure grow; no downtime.
+// Copy: scale down, back up, recreate, restore, scale up.
+enum class Path { Undecided, Expand, Copy };
+std::string_view to_string(Path path);
+std::optional<Path> parse_path(std::string_view text);
+
+// One PVC of the StatefulSet that the operation resizes, with the progress made on it.
+struct ClaimPlan {
+  std::string claim;          // "<template>-<sts>-<ordinal>"
+  std::string template_name;  // the volumeClaimTemplate it belongs to
+  int ordinal = 0;
+  Quantity from_size = Quantity::from_bytes(0);
+  Quantity to_size = Quantity::from_bytes(0);
+  std::string from_class;  // storageClassName of the live claim ("" = none set)
+  std::string to_class;    // storageClassName the recreated claim gets
+  std::string source_uid;  // uid of the claim when planned: deletes are preconditioned on it
+  // Captured at planning because the source claim is gone when its successor is created.
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> access_modes;
+  std::string volume_mode;  // "" = not set
+
+  // Progress, changed only by recorded events.
+  std::optional<TreeSummary> backup_verified;
+  bool source_deleted = false;
+  std::string recreated_uid;
+  std::optional<TreeSummary> restore_verified;
+  bool expanded = false;
+
+  friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
+};
+
+struct Operation {
+  std::string id;
+  std::string ns;
+  std::string statefulset;
+  std::string sts_uid;
+  Phase phase = Phase::Pending;
+  Path path = Path::Undecided;
+  std::int32_t original_replicas = 0;
+  std::vector<ClaimPlan> claims;
+  std::string failure;  // why it failed; empty unless a critical error happened
+  TimePoint started;
+  TimePoint phase_since;
+  // Sequence of the last journal record this state reflects.
+  std::int64_t last_sequence = 0;
+
+  friend bool operator==(const Operation&, const Operation&) = default;
+
+  // True while no source claim has been deleted: scaling back up is then safe.
+  bool sources_intact() const;
+  const ClaimPlan* find_claim(std::string_view claim) const;
+  ClaimPlan* find_claim(std::string_view claim);
+};
+
+// Same state, whatever journal sequence each copy was last written at.
+bool same_state(const Operation& a, const Operation& b);
+
+// "<sts>-<short hash of ns/sts/uid/start time>", a valid bounded name.
+std::string make_operation_id(std::string_view ns, std::string_view sts, std::string_view sts_uid,
+                              TimePoint started);
+
+}  // namespace stsresize

@@ -1,0 +1,211 @@
+#include "engine/operation_codec.h"
+
+#include "engine/strict_json.h"
+#include "engine/timestamp.h"
+
+namespace stsresize {
+
+namespace {
+
+Json optional_summary(const std::optional<TreeSummary>& summary) {
+  return summary ? encode_tree_summary(*summary) : Json(nullptr);
+}
+
+std::optional<TreeSummary> read_optional_summary(StrictObject& in, std::string_view key) {
+  if (!in.non_null(key)) return std::nullopt;
+  auto summary = decode_tree_summary(in.object(key), in.where() + "." + std::string{key});
+  if (!summary) {
+    in.fail(summary.error());
+    return std::nullopt;
+  }
+  return *summary;
+}
+
+Quantity read_quantity(StrictObject& in, std::string_view key) {
+  const std::string text = in.string(key);
+  if (!in.ok()) return Quantity::from_bytes(0);
+  auto quantity = Quantity::parse(text);
+  if (!quantity) {
+    in.fail(in.where() + ": field \"" + std::string{key} + "\": " + quantity.error());
+    return Quantity::from_bytes(0);
+  }
+  return *quantity;
+}
+
+TimePoint read_time(StrictObject& in, std::string_view key) {
+  const std::string text = in.string(key);
+  if (!in.ok()) return {};
+  auto time = parse_timestamp(text);
+  if (!time) {
+    in.fail(in.where() + ": field \"" + std::string{key} + "\": " + time.error());
+    return {};
+  }
+  return *time;
+}
+
+}  // namespace
+
+Json encode_claim_plan(const ClaimPlan& claim) {
+  return Json{
+      {"claim", claim.claim},
+      {"template", claim.template_name},
+      {"ordinal", claim.ordinal},
+      {"fromSize", claim.from_size.to_string()},
+      {"toSize", claim.to_size.to_string()},
+      {"fromClass", claim.from_class},
+      {"toClass", claim.to_class},
+      {"sourceUid", claim.source_uid},
+      {"labels", claim.labels},
+      {"accessModes", claim.access_modes},
+      {"volumeMode", claim.volume_mode},
+      {"backupVerified", optional_summary(claim.backup_verified)},
+      {"sourceDeleted", claim.source_deleted},
+      {"recreatedUid", claim.recreated_uid},
+      {"restoreVerified", optional_summary(claim.restore_verified)},
+      {"expanded", claim.expanded},
+  };
+}
+
+std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
+                                                        const std::string& where) {
+  StrictObject in{document, where};
+  ClaimPlan claim;
+  claim.claim = in.string("claim");
+  claim.template_name = in.string("template");
+  const std::int64_t ordinal = in.integer("ordinal");
+  if (in.ok() && (ordinal < 0 || ordinal > INT32_MAX)) in.fail(where + ": ordinal out of range");
+  claim.ordinal = static_cast<int>(ordinal);
+  claim.from_size = read_quantity(in, "fromSize");
+  claim.to_size = read_quantity(in, "toSize");
+  claim.from_class = in.string("fromClass");
+  claim.to_class = in.string("toClass");
+  claim.source_uid = in.string("sourceUid");
+  const Json& labels = in.object("labels");
+  if (in.ok()) {
+    for (const auto& [key, value] : labels.items()) {
+      if (!value.is_string()) {
+        in.fail(where + ": label \"" + key + "\" must be a string");
+        break;
+      }
+      claim.labels.emplace(key, value.get<std::string>());
+    }
+  }
+  const Json& modes = in.array("accessModes");
+  if (in.ok()) {
+    for (const Json& mode : modes) {
+      if (!mode.is_string()) {
+        in.fail(where + ": accessModes must hold strings");
+        break;
+      }
+      claim.access_modes.push_back(mode.get<std::string>());
+    }
+  }
+  claim.volume_mode = in.string("volumeMode");
+  claim.backup_verified = read_optional_summary(in, "backupVerified");
+  claim.source_deleted = in.boolean("sourceDeleted");
+  claim.recreated_uid = in.string("recreatedUid");
+  claim.restore_verified = read_optional_summary(in, "restoreVerified");
+  claim.expanded = in.boolean("expanded");
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  if (claim.claim.empty()) return std::unexpected(where + ": claim name is empty");
+  return claim;
+}
+
+Json encode_tree_summary(const TreeSummary& summary) {
+  return Json{{"files", summary.files}, {"bytes", summary.bytes}, {"digest", summary.digest}};
+}
+
+std::expected<TreeSummary, std::string> decode_tree_summary(const Json& document,
+                                                            const std::string& where) {
+  StrictObject in{document, where};
+  TreeSummary summary;
+  summary.files = in.integer("files");
+  summary.bytes = in.integer("bytes");
+  summary.digest = in.string("digest");
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  return summary;
+}
+
+Json encode_operation(const Operation& operation) {
+  Json claims = Json::array();
+  for (const ClaimPlan& claim : operation.claims) claims.push_back(encode_claim_plan(claim));
+  return Json{
+      {"v", kOperationFormatVersion},
+      {"id", operation.id},
+      {"namespace", operation.ns},
+      {"statefulset", operation.statefulset},
+      {"stsUid", operation.sts_uid},
+      {"phase", to_string(operation.phase)},
+      {"path", to_string(operation.path)},
+      {"originalReplicas", operation.original_replicas},
+      {"claims", std::move(claims)},
+      {"failure", operation.failure},
+      {"started", format_timestamp(operation.started)},
+      {"phaseSince", format_timestamp(operation.phase_since)},
+      {"lastSequence", operation.last_sequence},
+  };
+}
+
+std::expected<Operation, std::string> decode_operation(const Json& document,
+                                                       const std::string& where) {
+  if (!document.is_object()) return std::unexpected(where + ": expected a JSON object");
+  auto version = document.find("v");
+  if (version == document.end() || !version->is_number_integer()) {
+    return std::unexpected(where + ": missing format version \"v\"");
+  }
+  if (*version != kOperationFormatVersion) {
+    return std::unexpected(where + ": unsupported format version " + version->dump() +
+                           " (this stsresize reads version " +
+                           std::to_string(kOperationFormatVersion) + ")");
+  }
+  StrictObject in{document, where};
+  in.integer("v");
+  Operation op;
+  op.id = in.string("id");
+  op.ns = in.string("namespace");
+  op.statefulset = in.string("statefulset");
+  op.sts_uid = in.string("stsUid");
+  const std::string phase = in.string("phase");
+  if (in.ok()) {
+    if (auto parsed = parse_phase(phase)) {
+      op.phase = *parsed;
+    } else {
+      in.fail(where + ": unknown phase \"" + phase + "\"");
+    }
+  }
+  const std::string path = in.string("path");
+  if (in.ok()) {
+    if (auto parsed = parse_path(path)) {
+      op.path = *parsed;
+    } else {
+      in.fail(where + ": unknown path \"" + path + "\"");
+    }
+  }
+  const std::int64_t replicas = in.integer("originalReplicas");
+  if (in.ok() && (replicas < 0 || replicas > INT32_MAX)) {
+    in.fail(where + ": originalReplicas out of range");
+  }
+  op.original_replicas = static_cast<std::int32_t>(replicas);
+  const Json& claims = in.array("claims");
+  if (in.ok()) {
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+      auto claim = decode_claim_plan(claims[i], where + ".claims[" + std::to_string(i) + "]");
+      if (!claim) {
+        in.fail(claim.error());
+        break;
+      }
+      op.claims.push_back(std::move(*claim));
+    }
+  }
+  op.failure = in.string("failure");
+  op.started = read_time(in, "started");
+  op.phase_since = read_time(in, "phaseSince");
+  op.last_sequence = in.integer("lastSequence");
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  if (op.id.empty() || op.ns.empty() || op.statefulset.empty()) {
+    return std::unexpected(where + ": id, namespace and statefulset must not be empty");
+  }
+  return op;
+}
+
+}  // namespace stsresize

@@ -1,0 +1,17 @@
+#pragma once
+// Which phase follows which. The one table lives in states/machine.cc (Boost.MSM); engine/
+// code that needs it (fold, replay) receives it through this interface so that the
+// dependency stays one-way (states/ -> engine/) and there is no second copy of the rules.
+#include "engine/operation.h"
+
+namespace stsresize {
+
+class TransitionRules {
+ public:
+  virtual ~TransitionRules() = default;
+  // True when `event` in phase `from` leads to `to`. `sources_intact` feeds the guard that
+  // chooses between ScalingBack and Failed on a critical error.
+  virtual bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to) const = 0;
+};
+
+}  // namespace stsresize

@@ -1,0 +1,217 @@
+// The one translation unit that instantiates Boost.MSM.
+#define BOOST_MPL_CFG_NO_PREPROCESSED_HEADERS
+#define BOOST_MPL_LIMIT_VECTOR_SIZE 30
+#define BOOST_MPL_LIMIT_MAP_SIZE 30
+#include "states/machine.h"
+
+#include <array>
+#include <boost/msm/back/state_machine.hpp>
+#include <boost/msm/front/functor_row.hpp>
+#include <boost/msm/front/state_machine_def.hpp>
+#include <exception>
+
+namespace stsresize {
+
+namespace {
+
+namespace msm = boost::msm;
+namespace mpl = boost::mpl;
+using msm::front::none;
+using msm::front::Row;
+
+// Events
+struct StartPlanning {};
+struct PlannedCopy {};
+struct PlannedExpand {};
+struct StepDone {};
+struct CriticalError {
+  bool sources_intact = true;
+};
+struct ScaleBackDone {};
+
+// States: one per Phase.
+template <Phase P>
+struct PhaseState : msm::front::state<> {
+  static constexpr Phase phase = P;
+};
+using Pending = PhaseState<Phase::Pending>;
+using Planning = PhaseState<Phase::Planning>;
+using ScalingDown = PhaseState<Phase::ScalingDown>;
+using BackingUp = PhaseState<Phase::BackingUp>;
+using Recreating = PhaseState<Phase::Recreating>;
+using Restoring = PhaseState<Phase::Restoring>;
+using ScalingUp = PhaseState<Phase::ScalingUp>;
+using CleaningUp = PhaseState<Phase::CleaningUp>;
+using Expanding = PhaseState<Phase::Expanding>;
+using ScalingBack = PhaseState<Phase::ScalingBack>;
+using Completed = PhaseState<Phase::Completed>;
+using Failed = PhaseState<Phase::Failed>;
+
+// Guards: scaling back up is only safe while every source claim still exists.
+struct Intact {
+  template <class E, class M, class S, class T>
+  bool operator()(const E& e, M&, S&, T&) const {
+    return e.sources_intact;
+  }
+};
+struct Lost {
+  template <class E, class M, class S, class T>
+  bool operator()(const E& e, M&, S&, T&) const {
+    return !e.sources_intact;
+  }
+};
+
+struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
+  using initial_state = Pending;
+
+  // clang-format off
+  struct transition_table : mpl::vector<
+    //   From         Event          To           Action Guard
+    Row< Pending,     StartPlanning, Planning,    none,  none   >,
+    Row< Planning,    PlannedCopy,   ScalingDown, none,  none   >,
+    Row< Planning,    PlannedExpand, Expanding,   none,  none   >,
+    Row< ScalingDown, StepDone,      BackingUp,   none,  none   >,
+    Row< BackingUp,   StepDone,      Recreating,  none,  none   >,
+    Row< Recreating,  StepDone,      Restoring,   none,  none   >,
+    Row< Restoring,   StepDone,      ScalingUp,   none,  none   >,
+    Row< ScalingUp,   StepDone,      CleaningUp,  none,  none   >,
+    Row< CleaningUp,  StepDone,      Completed,   none,  none   >,
+    Row< Expanding,   StepDone,      Completed,   none,  none   >,
+    Row< Planning,    CriticalError, Failed,      none,  none   >,
+    Row< ScalingDown, CriticalError, ScalingBack, none,  Intact >,
+    Row< ScalingDown, CriticalError, Failed,      none,  Lost   >,
+    Row< BackingUp,   CriticalError, ScalingBack, none,  Intact >,
+    Row< BackingUp,   CriticalError, Failed,      none,  Lost   >,
+    Row< Recreating,  CriticalError, ScalingBack, none,  Intact >,
+    Row< Recreating,  CriticalError, Failed,      none,  Lost   >,
+    Row< Restoring,   CriticalError, Failed,      none,  none   >,
+    Row< ScalingUp,   CriticalError, Failed,      none,  none   >,
+    Row< CleaningUp,  CriticalError, Failed,      none,  none   >,
+    Row< Expanding,   CriticalError, Failed,      none,  none   >,
+    Row< ScalingBack, ScaleBackDone, Failed,      none,  none   >,
+    Row< ScalingBack, CriticalError, Failed,      none,  none   >
+  > {};
+  // clang-format on
+
+  // An event with no row from the current state: remembered and turned into an error value
+  // by fire(); MSM's default would assert.
+  template <class M, class E>
+  void no_transition(const E&, M&, int) {
+    refused = true;
+  }
+  template <class M, class E>
+  void exception_caught(const E&, M&, std::exception& e) {
+    refused = true;
+    exception = e.what();
+  }
+
+  bool refused = false;
+  std::string exception;
+};
+
+using ResizeMachine = msm::back::state_machine<ResizeMachine_>;
+
+template <class State>
+constexpr int state_id() {
+  return msm::back::get_state_id<ResizeMachine::stt, State>::value;
+}
+
+// MSM numbers states by order of appearance; map both ways once.
+struct StateIds {
+  std::array<int, std::size(kAllPhases)> id_of_phase{};
+  std::array<Phase, std::size(kAllPhases)> phase_of_id{};
+
+  template <class... States>
+  static StateIds make() {
+    StateIds ids;
+    ((ids.id_of_phase[static_cast<std::size_t>(States::phase)] = state_id<States>(),
+      ids.phase_of_id[static_cast<std::size_t>(state_id<States>())] = States::phase),
+     ...);
+    return ids;
+  }
+};
+
+const StateIds& state_ids() {
+  static const StateIds ids =
+      StateIds::make<Pending, Planning, ScalingDown, BackingUp, Recreating, Restoring, ScalingUp,
+                     CleaningUp, Expanding, ScalingBack, Completed, Failed>();
+  return ids;
+}
+
+class MachineRules final : public TransitionRules {
+ public:
+  bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to) const override {
+    return PhaseMachine::allowed(from, event, sources_intact, to);
+  }
+};
+
+}  // namespace
+
+struct PhaseMachine::Impl {
+  ResizeMachine machine;
+};
+
+PhaseMachine::PhaseMachine(Phase phase) : impl_(std::make_unique<Impl>()) {
+  impl_->machine.start();
+  // MSM has no public way to enter a machine in a given state, and resuming an operation is
+  // exactly that. current_state() points into the machine's own (non-const) state array, so
+  // writing through it is well-defined; no entry action runs, as none is defined.
+  const_cast<int*>(impl_->machine.current_state())[0] =
+      state_ids().id_of_phase[static_cast<std::size_t>(phase)];
+}
+
+PhaseMachine::~PhaseMachine() = default;
+PhaseMachine::PhaseMachine(PhaseMachine&&) noexcept = default;
+PhaseMachine& PhaseMachine::operator=(PhaseMachine&&) noexcept = default;
+
+Phase PhaseMachine::phase() const {
+  return state_ids().phase_of_id[static_cast<std::size_t>(impl_->machine.current_state()[0])];
+}
+
+std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sources_intact) {
+  ResizeMachine& m = impl_->machine;
+  const Phase before = phase();
+  m.refused = false;
+  m.exception.clear();
+  switch (event) {
+    case PhaseEvent::StartPlanning:
+      m.process_event(StartPlanning{});
+      break;
+    case PhaseEvent::PlannedCopy:
+      m.process_event(PlannedCopy{});
+      break;
+    case PhaseEvent::PlannedExpand:
+      m.process_event(PlannedExpand{});
+      break;
+    case PhaseEvent::StepDone:
+      m.process_event(StepDone{});
+      break;
+    case PhaseEvent::CriticalError:
+      m.process_event(CriticalError{sources_intact});
+      break;
+    case PhaseEvent::ScaleBackDone:
+      m.process_event(ScaleBackDone{});
+      break;
+  }
+  if (m.refused) {
+    std::string message = "event " + std::string{to_string(event)} + " is not allowed in phase " +
+                          std::string{to_string(before)};
+    if (!m.exception.empty()) message += ": " + m.exception;
+    *this = PhaseMachine{before};
+    return std::unexpected(message);
+  }
+  return phase();
+}
+
+bool PhaseMachine::allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to) {
+  PhaseMachine machine{from};
+  auto next = machine.fire(event, sources_intact);
+  return next && *next == to;
+}
+
+const TransitionRules& PhaseMachine::rules() {
+  static const MachineRules rules;
+  return rules;
+}
+
+}  // namespace stsresize

@@ -1,2 +1,0 @@
-// Removed once the first state lands.
-namespace stsresize {}

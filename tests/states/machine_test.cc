@@ -1,0 +1,116 @@
+#include "states/machine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <tuple>
+
+namespace stsresize {
+namespace {
+
+// The specification, written independently of states/machine.cc: (from, event, sources
+// intact) -> to. Every combination not listed must be refused.
+using Key = std::tuple<Phase, PhaseEvent, bool>;
+std::map<Key, Phase> expected_table() {
+  std::map<Key, Phase> table;
+  auto both = [&](Phase from, PhaseEvent event, Phase to) {
+    table[{from, event, true}] = to;
+    table[{from, event, false}] = to;
+  };
+  both(Phase::Pending, PhaseEvent::StartPlanning, Phase::Planning);
+  both(Phase::Planning, PhaseEvent::PlannedCopy, Phase::ScalingDown);
+  both(Phase::Planning, PhaseEvent::PlannedExpand, Phase::Expanding);
+  both(Phase::ScalingDown, PhaseEvent::StepDone, Phase::BackingUp);
+  both(Phase::BackingUp, PhaseEvent::StepDone, Phase::Recreating);
+  both(Phase::Recreating, PhaseEvent::StepDone, Phase::Restoring);
+  both(Phase::Restoring, PhaseEvent::StepDone, Phase::ScalingUp);
+  both(Phase::ScalingUp, PhaseEvent::StepDone, Phase::CleaningUp);
+  both(Phase::CleaningUp, PhaseEvent::StepDone, Phase::Completed);
+  both(Phase::Expanding, PhaseEvent::StepDone, Phase::Completed);
+  both(Phase::Planning, PhaseEvent::CriticalError, Phase::Failed);
+  for (Phase phase : {Phase::ScalingDown, Phase::BackingUp, Phase::Recreating}) {
+    table[{phase, PhaseEvent::CriticalError, true}] = Phase::ScalingBack;
+    table[{phase, PhaseEvent::CriticalError, false}] = Phase::Failed;
+  }
+  for (Phase phase : {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp, Phase::Expanding,
+                      Phase::ScalingBack}) {
+    both(phase, PhaseEvent::CriticalError, Phase::Failed);
+  }
+  both(Phase::ScalingBack, PhaseEvent::ScaleBackDone, Phase::Failed);
+  return table;
+}
+
+std::string name(Phase from, PhaseEvent event, bool intact) {
+  return std::string{to_string(from)} + " + " + std::string{to_string(event)} +
+         (intact ? " [sources intact]" : " [sources lost]");
+}
+
+TEST(PhaseMachine, EveryRowOfTheTableLeadsWhereTheSpecificationSays) {
+  const auto table = expected_table();
+  int allowed = 0;
+  for (const auto& [key, to] : table) {
+    const auto& [from, event, intact] = key;
+    SCOPED_TRACE(name(from, event, intact));
+    PhaseMachine machine{from};
+    auto next = machine.fire(event, intact);
+    ASSERT_TRUE(next.has_value()) << next.error();
+    EXPECT_EQ(*next, to);
+    EXPECT_EQ(machine.phase(), to);
+    EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, to));
+    ++allowed;
+  }
+  EXPECT_EQ(allowed, 40);
+}
+
+TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
+  const auto table = expected_table();
+  int refused = 0;
+  for (Phase from : kAllPhases) {
+    for (PhaseEvent event : kAllPhaseEvents) {
+      for (bool intact : {true, false}) {
+        if (table.contains({from, event, intact})) continue;
+        SCOPED_TRACE(name(from, event, intact));
+        PhaseMachine machine{from};
+        auto next = machine.fire(event, intact);
+        ASSERT_FALSE(next.has_value()) << "moved to " << to_string(*next);
+        EXPECT_NE(next.error().find(std::string{to_string(event)}), std::string::npos);
+        EXPECT_NE(next.error().find(std::string{to_string(from)}), std::string::npos);
+        EXPECT_EQ(machine.phase(), from);
+        for (Phase to : kAllPhases) EXPECT_FALSE(PhaseMachine::allowed(from, event, intact, to));
+        ++refused;
+      }
+    }
+  }
+  EXPECT_EQ(refused, 12 * 6 * 2 - 40);
+}
+
+TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {
+  EXPECT_FALSE(
+      PhaseMachine::allowed(Phase::BackingUp, PhaseEvent::StepDone, true, Phase::Restoring));
+  EXPECT_FALSE(PhaseMachine::allowed(Phase::BackingUp, PhaseEvent::CriticalError, false,
+                                     Phase::ScalingBack));
+}
+
+TEST(PhaseMachine, ConstructedAtAPhaseReportsItAndWalksTheCopyPathToCompleted) {
+  for (Phase phase : kAllPhases) EXPECT_EQ(PhaseMachine{phase}.phase(), phase);
+  PhaseMachine machine;
+  EXPECT_EQ(machine.phase(), Phase::Pending);
+  ASSERT_TRUE(machine.fire(PhaseEvent::StartPlanning));
+  ASSERT_TRUE(machine.fire(PhaseEvent::PlannedCopy));
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(machine.fire(PhaseEvent::StepDone));
+  EXPECT_EQ(machine.phase(), Phase::Completed);
+  EXPECT_FALSE(machine.fire(PhaseEvent::StepDone));
+  EXPECT_EQ(machine.phase(), Phase::Completed);
+}
+
+TEST(PhaseMachine, RulesInterfaceAgreesWithAllowed) {
+  const TransitionRules& rules = PhaseMachine::rules();
+  EXPECT_TRUE(
+      rules.allowed(Phase::Recreating, PhaseEvent::CriticalError, true, Phase::ScalingBack));
+  EXPECT_FALSE(
+      rules.allowed(Phase::Recreating, PhaseEvent::CriticalError, false, Phase::ScalingBack));
+}
+
+}  // namespace
+}  // namespace stsresize

@@ -1,0 +1,86 @@
+#pragma once
+// Sample operations and journals for tests of the engine's pure parts.
+#include <string>
+#include <vector>
+
+#include "engine/events.h"
+#include "engine/operation.h"
+
+namespace stsresize::testing {
+
+inline ClaimPlan sample_claim(const std::string& tmpl, int ordinal) {
+  ClaimPlan claim;
+  claim.template_name = tmpl;
+  claim.ordinal = ordinal;
+  claim.claim = tmpl + "-web-" + std::to_string(ordinal);
+  claim.from_size = *Quantity::parse("1Gi");
+  claim.to_size = *Quantity::parse("2Gi");
+  claim.from_class = "standard";
+  claim.to_class = "standard";
+  claim.source_uid = "uid-" + claim.claim;
+  claim.labels = {{"app", "web"}};
+  claim.access_modes = {"ReadWriteOnce"};
+  return claim;
+}
+
+inline TreeSummary sample_summary(int seed) {
+  return TreeSummary{3 + seed, 1000 + seed, std::string(64, static_cast<char>('a' + seed % 6))};
+}
+
+// Builds a journal one event at a time, like the reconciler does.
+class JournalBuilder {
+ public:
+  explicit JournalBuilder(std::string id = "web-0123abcd") {
+    op_.id = std::move(id);
+    op_.ns = "shop";
+    op_.statefulset = "web";
+  }
+  JournalBuilder& add(const Event& event) {
+    time_ += std::chrono::seconds{1};
+    records_.push_back(
+        make_record(op_, static_cast<std::int64_t>(records_.size()) + 1, time_, event));
+    return *this;
+  }
+  JournalBuilder& to(Phase from, Phase to, PhaseEvent event = PhaseEvent::StepDone) {
+    return add(events::PhaseChanged{from, to, event});
+  }
+  std::vector<JournalRecord>& records() { return records_; }
+  TimePoint time() const { return time_; }
+
+ private:
+  Operation op_;
+  TimePoint time_{std::chrono::seconds{1'800'000'000}};
+  std::vector<JournalRecord> records_;
+};
+
+// A complete, uninterrupted copy-path journal with `claims` claims.
+inline std::vector<JournalRecord> copy_path_journal(int claims) {
+  JournalBuilder b;
+  std::vector<ClaimPlan> plan;
+  for (int i = 0; i < claims; ++i) plan.push_back(sample_claim(i % 2 ? "logs" : "data", i / 2));
+  b.add(events::OperationStarted{"template grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, plan});
+  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(events::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
+  b.to(Phase::ScalingDown, Phase::BackingUp);
+  for (const ClaimPlan& c : plan) {
+    b.add(events::ActionIntended{Phase::BackingUp, "create", "PVC " + c.claim, ""});
+    b.add(events::BackupVerified{c.claim, sample_summary(c.ordinal)});
+  }
+  b.to(Phase::BackingUp, Phase::Recreating);
+  for (const ClaimPlan& c : plan) {
+    b.add(events::SourceDeleted{c.claim});
+    b.add(events::ClaimRecreated{c.claim, "new-" + c.claim});
+  }
+  b.to(Phase::Recreating, Phase::Restoring);
+  for (const ClaimPlan& c : plan)
+    b.add(events::RestoreVerified{c.claim, sample_summary(c.ordinal)});
+  b.to(Phase::Restoring, Phase::ScalingUp);
+  b.to(Phase::ScalingUp, Phase::CleaningUp);
+  b.to(Phase::CleaningUp, Phase::Completed);
+  b.add(events::OperationFinished{Phase::Completed});
+  return std::move(b.records());
+}
+
+}  // namespace stsresize::testing

@@ -1,0 +1,243 @@
+#include "engine/events.h"
+
+#include <gtest/gtest.h>
+
+#include "states/machine.h"
+#include "tests/support/operation_samples.h"
+
+namespace stsresize {
+namespace {
+
+using testing::copy_path_journal;
+using testing::JournalBuilder;
+using testing::sample_claim;
+using testing::sample_summary;
+
+std::vector<Event> one_of_each() {
+  Operation snapshot;
+  snapshot.id = "web-0123abcd";
+  snapshot.ns = "shop";
+  snapshot.statefulset = "web";
+  snapshot.phase = Phase::BackingUp;
+  snapshot.claims = {sample_claim("data", 0)};
+  return {
+      events::OperationStarted{"grew", "uid-1", 3},
+      events::Planned{Path::Copy, {sample_claim("data", 0), sample_claim("logs", 1)}},
+      events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy},
+      events::ActionIntended{Phase::BackingUp, "create", "Job shop/x", "backup"},
+      events::BackupVerified{"data-web-0", sample_summary(1)},
+      events::SourceDeleted{"data-web-0"},
+      events::ClaimRecreated{"data-web-0", "uid-2"},
+      events::RestoreVerified{"data-web-0", sample_summary(2)},
+      events::ClaimExpanded{"data-web-0"},
+      events::StepFailed{Phase::BackingUp, "copy job failed", true},
+      events::Resumed{snapshot},
+      events::OperationFinished{Phase::Failed},
+  };
+}
+
+TEST(EventCodec, EveryEventTypeSurvivesEncodeAndDecode) {
+  for (const Event& event : one_of_each()) {
+    SCOPED_TRACE(std::string{event_type(event)});
+    const Json data = encode_event_data(event);
+    auto decoded = decode_event(event_type(event), Json::parse(data.dump()));
+    ASSERT_TRUE(decoded.has_value()) << decoded.error();
+    EXPECT_EQ(*decoded, event);
+  }
+}
+
+TEST(EventCodec, RefusesUnknownTypeExtraMissingAndMistypedFields) {
+  EXPECT_FALSE(decode_event("Teleported", Json::object()));
+  Json extra = encode_event_data(events::SourceDeleted{"c"});
+  extra["bonus"] = 1;
+  auto e1 = decode_event("SourceDeleted", extra);
+  ASSERT_FALSE(e1);
+  EXPECT_NE(e1.error().find("unknown field \"bonus\""), std::string::npos) << e1.error();
+  auto e2 = decode_event("ClaimRecreated", Json{{"claim", "c"}});
+  ASSERT_FALSE(e2);
+  EXPECT_NE(e2.error().find("missing field \"uid\""), std::string::npos) << e2.error();
+  auto e3 =
+      decode_event("StepFailed", Json{{"phase", "BackingUp"}, {"reason", "x"}, {"critical", 1}});
+  ASSERT_FALSE(e3);
+  EXPECT_NE(e3.error().find("\"critical\" must be a boolean"), std::string::npos) << e3.error();
+  auto e4 = decode_event("PhaseChanged",
+                         Json{{"from", "Nowhere"}, {"to", "Planning"}, {"event", "StepDone"}});
+  ASSERT_FALSE(e4);
+  EXPECT_NE(e4.error().find("Nowhere"), std::string::npos) << e4.error();
+}
+
+TEST(Fold, CopyPathJournalFoldsToCompletedWithEveryClaimsProgress) {
+  const auto records = copy_path_journal(6);
+  auto op = fold(records, PhaseMachine::rules());
+  ASSERT_TRUE(op.has_value()) << op.error().sequence << ": " << op.error().message;
+  EXPECT_EQ(op->phase, Phase::Completed);
+  EXPECT_EQ(op->path, Path::Copy);
+  EXPECT_EQ(op->original_replicas, 3);
+  EXPECT_EQ(op->sts_uid, "sts-uid");
+  EXPECT_EQ(op->last_sequence, static_cast<std::int64_t>(records.size()));
+  EXPECT_EQ(op->phase_since, records[records.size() - 2].time);
+  ASSERT_EQ(op->claims.size(), 6u);
+  for (const ClaimPlan& claim : op->claims) {
+    EXPECT_TRUE(claim.backup_verified.has_value()) << claim.claim;
+    EXPECT_TRUE(claim.source_deleted) << claim.claim;
+    EXPECT_EQ(claim.recreated_uid, "new-" + claim.claim);
+    EXPECT_EQ(claim.restore_verified, sample_summary(claim.ordinal));
+  }
+}
+
+TEST(Fold, RefusesAGapInSequences) {
+  auto records = copy_path_journal(2);
+  records.erase(records.begin() + 3);
+  auto op = fold(records, PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 5);
+  EXPECT_NE(op.error().message.find("gap"), std::string::npos);
+}
+
+TEST(Fold, RefusesADuplicateSequence) {
+  auto records = copy_path_journal(2);
+  records.insert(records.begin() + 2, records[1]);
+  auto op = fold(records, PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 2);
+}
+
+TEST(Fold, RefusesATransitionTheMachineWouldRefuseAndNamesItsSequence) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.to(Phase::Planning, Phase::Restoring, PhaseEvent::StepDone);
+  auto op = fold(b.records(), PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 3);
+  EXPECT_NE(op.error().message.find("refused by the state machine"), std::string::npos);
+}
+
+TEST(Fold, RefusesAPhaseChangeFromAnotherPhaseThanTheCurrentOne) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  auto op = fold(b.records(), PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 2);
+}
+
+TEST(Fold, RefusesAJournalThatDoesNotStartWithOperationStartedOrResumed) {
+  JournalBuilder b;
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  auto op = fold(b.records(), PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 1);
+}
+
+TEST(Fold, RefusesASourceDeletedBeforeItsBackupWasVerified) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.to(Phase::ScalingDown, Phase::BackingUp);
+  b.to(Phase::BackingUp, Phase::Recreating);
+  b.add(events::SourceDeleted{"data-web-0"});
+  auto op = fold(b.records(), PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 7);
+  EXPECT_NE(op.error().message.find("before its backup was verified"), std::string::npos);
+}
+
+TEST(Fold, CriticalErrorWithDeletedSourcesMayOnlyLeadToFailed) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.to(Phase::ScalingDown, Phase::BackingUp);
+  b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+  b.to(Phase::BackingUp, Phase::Recreating);
+  b.add(events::SourceDeleted{"data-web-0"});
+  b.add(events::StepFailed{Phase::Recreating, "pending too long", true});
+  auto records = b.records();
+  records.push_back(records.back());
+  records.back().sequence += 1;
+  records.back().type = "PhaseChanged";
+  records.back().data = encode_event_data(
+      events::PhaseChanged{Phase::Recreating, Phase::ScalingBack, PhaseEvent::CriticalError});
+  auto refused = fold(records, PhaseMachine::rules());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().sequence, 10);
+  b.to(Phase::Recreating, Phase::Failed, PhaseEvent::CriticalError);
+  auto failed = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(failed) << failed.error().message;
+  EXPECT_EQ(failed->phase, Phase::Failed);
+  EXPECT_EQ(failed->failure, "pending too long");
+}
+
+Operation snapshot_at(Phase phase) {
+  Operation op;
+  op.id = "web-0123abcd";
+  op.ns = "shop";
+  op.statefulset = "web";
+  op.sts_uid = "uid";
+  op.phase = phase;
+  op.original_replicas = 3;
+  return op;
+}
+
+TEST(Fold, ResumedAsFirstRecordStartsFromTheSnapshot) {
+  JournalBuilder b;
+  Operation snapshot = snapshot_at(Phase::BackingUp);
+  snapshot.path = Path::Copy;
+  snapshot.claims = {sample_claim("data", 0)};
+  snapshot.last_sequence = 40;
+  b.add(events::Resumed{snapshot});
+  b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+  auto op = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(op) << op.error().message;
+  EXPECT_EQ(op->phase, Phase::BackingUp);
+  EXPECT_EQ(op->last_sequence, 2);
+  EXPECT_TRUE(op->claims[0].backup_verified);
+}
+
+TEST(Fold, ResumedMayLagTheJournalByOneTransitionButNotTwo) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.to(Phase::ScalingDown, Phase::BackingUp);
+  auto lagging = b.records();
+  lagging.push_back(make_record(snapshot_at(Phase::ScalingDown), 6, b.time(),
+                                events::Resumed{snapshot_at(Phase::ScalingDown)}));
+  auto ok = fold(lagging, PhaseMachine::rules());
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->phase, Phase::ScalingDown);
+
+  auto too_far = b.records();
+  too_far.push_back(make_record(snapshot_at(Phase::Planning), 6, b.time(),
+                                events::Resumed{snapshot_at(Phase::Planning)}));
+  auto refused = fold(too_far, PhaseMachine::rules());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().sequence, 6);
+  EXPECT_NE(refused.error().message.find("lag"), std::string::npos);
+}
+
+TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(events::RestoreVerified{"data-web-0", sample_summary(0)});
+  auto op = fold(b.records(), PhaseMachine::rules());
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().sequence, 4);
+}
+
+TEST(Fold, FolderAppliedIncrementallyEqualsFoldOfTheWhole) {
+  const auto records = copy_path_journal(4);
+  Folder folder{PhaseMachine::rules()};
+  for (const auto& record : records) ASSERT_TRUE(folder.apply(record));
+  EXPECT_EQ(*folder.state(), *fold(records, PhaseMachine::rules()));
+}
+
+}  // namespace
+}  // namespace stsresize
