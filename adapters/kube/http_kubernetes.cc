@@ -1,0 +1,697 @@
+#include "adapters/kube/http_kubernetes.h"
+
+#include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <vector>
+
+namespace stsresize {
+namespace {
+
+using Unexpected = std::unexpected<KubeError>;
+
+struct X509Free {
+  void operator()(X509* cert) const { X509_free(cert); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
+};
+struct StoreFree {
+  void operator()(X509_STORE* store) const { X509_STORE_free(store); }
+};
+struct BioFree {
+  void operator()(BIO* bio) const { BIO_free(bio); }
+};
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
+using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+
+// The first queued OpenSSL error, and the queue cleared so it does not leak into later calls.
+std::string openssl_error() {
+  const unsigned long code = ERR_peek_last_error();
+  std::string text = "unknown OpenSSL error";
+  if (code != 0) {
+    char buffer[256];
+    ERR_error_string_n(code, buffer, sizeof buffer);
+    text = buffer;
+  }
+  ERR_clear_error();
+  return text;
+}
+
+BioPtr memory_bio(const std::string& pem) {
+  return BioPtr{BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()))};
+}
+
+std::expected<StorePtr, std::string> ca_store_from_pem(const std::string& pem) {
+  BioPtr bio = memory_bio(pem);
+  StorePtr store{X509_STORE_new()};
+  if (!bio || !store) return std::unexpected("CA: " + openssl_error());
+  int added = 0;
+  while (X509Ptr cert{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
+    if (X509_STORE_add_cert(store.get(), cert.get()) != 1) {
+      return std::unexpected("CA: " + openssl_error());
+    }
+    ++added;
+  }
+  ERR_clear_error();  // reading past the last certificate queues a "no start line" error
+  if (added == 0) return std::unexpected(std::string{"CA: no PEM certificate found"});
+  return store;
+}
+
+// Kind -> REST group/version prefix, resource (plural) and apiVersion.
+struct KindInfo {
+  std::string_view prefix;
+  std::string_view plural;
+  std::string_view api_version;
+};
+
+KindInfo info(Kind kind) {
+  switch (kind) {
+    case Kind::StatefulSet:
+      return {"/apis/apps/v1", "statefulsets", "apps/v1"};
+    case Kind::PersistentVolumeClaim:
+      return {"/api/v1", "persistentvolumeclaims", "v1"};
+    case Kind::PersistentVolume:
+      return {"/api/v1", "persistentvolumes", "v1"};
+    case Kind::Job:
+      return {"/apis/batch/v1", "jobs", "batch/v1"};
+    case Kind::Pod:
+      return {"/api/v1", "pods", "v1"};
+    case Kind::StorageClass:
+      return {"/apis/storage.k8s.io/v1", "storageclasses", "storage.k8s.io/v1"};
+    case Kind::Event:
+      return {"/api/v1", "events", "v1"};
+    case Kind::ConfigMap:
+      return {"/api/v1", "configmaps", "v1"};
+    case Kind::Lease:
+      return {"/apis/coordination.k8s.io/v1", "leases", "coordination.k8s.io/v1"};
+  }
+  return {"/api/v1", "unknown", "v1"};
+}
+
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "";
+  }
+}
+
+KubeErrorCode code_for(int status, std::string_view reason) {
+  switch (status) {
+    case 400:
+      return KubeErrorCode::BadRequest;
+    case 401:
+      return KubeErrorCode::Unauthorized;
+    case 403:
+      return KubeErrorCode::Forbidden;
+    case 404:
+      return KubeErrorCode::NotFound;
+    case 409:
+      return reason == "AlreadyExists" ? KubeErrorCode::AlreadyExists : KubeErrorCode::Conflict;
+    case 410:
+      return KubeErrorCode::Gone;
+    case 422:
+      return KubeErrorCode::Invalid;
+    case 429:
+      return KubeErrorCode::TooManyRequests;
+    default:
+      // Other 4xx (405, 406, 415, ...) mean this client sent something the server refuses:
+      // retrying unchanged cannot help. Anything else unexpected is the server's problem.
+      if (status >= 400 && status < 500) return KubeErrorCode::BadRequest;
+      return KubeErrorCode::ServerError;
+  }
+}
+
+std::optional<std::int64_t> parse_seconds(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  std::int64_t seconds = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (error != std::errc{} || end != text.data() + text.size() || seconds < 0) return std::nullopt;
+  return seconds;
+}
+
+KubeError local_error(KubeErrorCode code, std::string message) {
+  return KubeError{code, std::move(message), Duration{0}};
+}
+
+// Objects the port sends; dump() throws on invalid UTF-8, which is the caller's mistake.
+std::expected<std::string, KubeError> serialize(const Json& object, std::string_view what) {
+  try {
+    return object.dump();
+  } catch (const Json::exception& e) {
+    return std::unexpected(local_error(KubeErrorCode::BadRequest,
+                                       std::string{what} + ": cannot serialize: " + e.what()));
+  }
+}
+
+std::string_view propagation_policy(Propagation propagation) {
+  switch (propagation) {
+    case Propagation::Background:
+      return "Background";
+    case Propagation::Foreground:
+      return "Foreground";
+    case Propagation::Orphan:
+      return "Orphan";
+    case Propagation::Default:
+      break;
+  }
+  return {};
+}
+
+// Names an object for a request, rejecting what would silently address something else (an
+// empty namespace would turn a namespaced path into an all-namespaces one).
+std::expected<std::string, KubeError> object_path(std::string_view operation, Kind kind,
+                                                  std::string_view ns, std::string_view name) {
+  if (name.empty()) {
+    return std::unexpected(local_error(
+        KubeErrorCode::BadRequest,
+        std::string{operation} + " " + std::string{to_string(kind)} + ": metadata.name is empty"));
+  }
+  if (is_namespaced(kind) && ns.empty()) {
+    return std::unexpected(local_error(KubeErrorCode::BadRequest,
+                                       std::string{operation} + " " + std::string{to_string(kind)} +
+                                           " " + std::string{name} + ": namespace is empty"));
+  }
+  return resource_path(kind, ns, name);
+}
+
+std::string metadata_string(const Json& object, const char* key) {
+  if (!object.is_object()) return {};
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  const auto value = meta->find(key);
+  return value != meta->end() && value->is_string() ? value->get<std::string>() : std::string{};
+}
+
+// Rather than trust the system's roots in addition to the kubeconfig's CA, point httplib's
+// "CA directory" at a path that holds nothing: it then adds no default verify paths.
+constexpr const char* kNoExtraRoots = "/nonexistent/stsresize-no-system-roots";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+void RequestCounters::record(std::string_view operation, int status) {
+  std::lock_guard lock(mutex_);
+  ++counts_[Key{std::string{operation}, status}];
+}
+
+std::uint64_t RequestCounters::count(std::string_view operation, int status) const {
+  std::lock_guard lock(mutex_);
+  const auto it = counts_.find(Key{std::string{operation}, status});
+  return it == counts_.end() ? 0 : it->second;
+}
+
+std::map<RequestCounters::Key, std::uint64_t> RequestCounters::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+std::expected<ServerAddress, std::string> parse_server_url(std::string_view url) {
+  const auto bad = [&](std::string_view why) {
+    return std::unexpected("server URL \"" + std::string{url} + "\": " + std::string{why});
+  };
+  ServerAddress address;
+  std::string_view rest = url;
+  if (rest.starts_with("https://")) {
+    rest.remove_prefix(8);
+  } else if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+    address.tls = false;
+    address.port = 80;
+  } else {
+    return bad("must start with https:// (or http://)");
+  }
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  if (path.find_first_of("?#") != std::string_view::npos) return bad("query or fragment");
+  while (path.ends_with('/')) path.remove_suffix(1);
+  address.base_path = std::string{path};
+  if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
+
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unterminated [IPv6] host");
+    address.host = std::string{authority.substr(1, close - 1)};
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (!after.starts_with(':')) return bad("garbage after ]");
+      port = after.substr(1);
+      if (port.empty()) return bad("empty port");
+    }
+  } else {
+    if (std::count(authority.begin(), authority.end(), ':') > 1) {
+      return bad("an IPv6 host must be in brackets");
+    }
+    const auto colon = authority.find(':');
+    address.host = std::string{authority.substr(0, colon)};
+    if (colon != std::string_view::npos) {
+      port = authority.substr(colon + 1);
+      if (port.empty()) return bad("empty port");
+    }
+  }
+  if (address.host.empty()) return bad("no host");
+  if (!port.empty()) {
+    int value = 0;
+    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (error != std::errc{} || end != port.data() + port.size() || value < 1 || value > 65535) {
+      return bad("bad port");
+    }
+    address.port = value;
+  }
+  return address;
+}
+
+std::string url_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool unreserved = (byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') ||
+                            (byte >= '0' && byte <= '9') || byte == '-' || byte == '.' ||
+                            byte == '_' || byte == '~';
+    if (unreserved) {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0x0F]);
+    }
+  }
+  return out;
+}
+
+std::string resource_path(Kind kind, std::string_view ns, std::string_view name) {
+  const KindInfo kind_info = info(kind);
+  std::string path{kind_info.prefix};
+  if (is_namespaced(kind) && !ns.empty()) path += "/namespaces/" + url_encode(ns);
+  path += '/';
+  path += kind_info.plural;
+  if (!name.empty()) path += "/" + url_encode(name);
+  return path;
+}
+
+std::string_view api_version(Kind kind) {
+  return info(kind).api_version;
+}
+
+KubeError error_from_response(int status, std::string_view body, std::string_view retry_after,
+                              std::string_view request) {
+  std::string reason;
+  std::string server_message;
+  std::vector<std::string> causes;
+  std::optional<std::int64_t> retry_after_seconds = parse_seconds(retry_after);
+
+  const Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object() && parsed.value("kind", "") == "Status") {
+    reason = parsed.value("reason", "");
+    server_message = parsed.value("message", "");
+    if (const auto details = parsed.find("details");
+        details != parsed.end() && details->is_object()) {
+      if (const auto list = details->find("causes"); list != details->end() && list->is_array()) {
+        for (const Json& cause : *list) {
+          if (!cause.is_object()) continue;
+          const std::string field = cause.value("field", "");
+          const std::string text = cause.value("message", cause.value("reason", ""));
+          causes.push_back(field.empty() ? text : field + ": " + text);
+        }
+      }
+      if (!retry_after_seconds) {
+        if (const auto seconds = details->find("retryAfterSeconds");
+            seconds != details->end() && seconds->is_number_integer()) {
+          retry_after_seconds = seconds->get<std::int64_t>();
+        }
+      }
+    }
+  } else {
+    // Not the API server speaking (a proxy, a load balancer): show what came back, briefly.
+    constexpr std::size_t kShown = 200;
+    server_message = std::string{body.substr(0, kShown)};
+    if (body.size() > kShown) server_message += "...";
+  }
+
+  const KubeErrorCode code = code_for(status, reason);
+  std::string message{request};
+  message += ": HTTP " + std::to_string(status);
+  if (const auto phrase = reason_phrase(status); !phrase.empty())
+    message += " " + std::string{phrase};
+  if (!server_message.empty()) message += ": " + server_message;
+  // The API server usually spells the causes out in its message already; add the ones it did not.
+  std::string missing;
+  for (const std::string& cause : causes) {
+    if (server_message.find(cause) != std::string::npos) continue;
+    missing += (missing.empty() ? "" : "; ") + cause;
+  }
+  if (!missing.empty()) message += " [causes: " + missing + "]";
+
+  Duration wait{0};
+  if (retry_after_seconds) wait = std::chrono::seconds{*retry_after_seconds};
+  return KubeError{code, std::move(message), wait};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class HttpKubernetes::Connections {
+ public:
+  Connections(ServerAddress address, HttpKubernetesOptions options, StorePtr ca, X509Ptr cert,
+              KeyPtr key, bool verify)
+      : address_(std::move(address)),
+        options_(std::move(options)),
+        ca_(std::move(ca)),
+        cert_(std::move(cert)),
+        key_(std::move(key)),
+        verify_(verify) {}
+
+  const ServerAddress& address() const { return address_; }
+  const std::string& user_agent() const { return options_.user_agent; }
+
+  // A client ready to send; nullptr when one cannot be set up (OpenSSL failure).
+  std::unique_ptr<httplib::ClientImpl> acquire() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        auto client = std::move(idle_.back());
+        idle_.pop_back();
+        return client;
+      }
+    }
+    return make();
+  }
+
+  // Back into the pool after a complete exchange; clients that failed are just dropped.
+  void release(std::unique_ptr<httplib::ClientImpl> client) {
+    std::lock_guard lock(mutex_);
+    if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(client));
+  }
+
+ private:
+  std::unique_ptr<httplib::ClientImpl> make() const {
+    std::unique_ptr<httplib::ClientImpl> client;
+    if (address_.tls) {
+      auto tls = cert_ ? std::make_unique<httplib::SSLClient>(address_.host, address_.port,
+                                                              cert_.get(), key_.get())
+                       : std::make_unique<httplib::SSLClient>(address_.host, address_.port);
+      if (!tls->is_valid()) return nullptr;
+      tls->enable_server_certificate_verification(verify_);
+      if (verify_ && ca_) {
+        X509_STORE_up_ref(ca_.get());  // set_ca_cert_store takes ownership of one reference
+        tls->set_ca_cert_store(ca_.get());
+        tls->set_ca_cert_path("", kNoExtraRoots);
+      }
+      client = std::move(tls);
+    } else {
+      client = std::make_unique<httplib::ClientImpl>(address_.host, address_.port);
+    }
+    client->set_connection_timeout(options_.connect_timeout);
+    client->set_read_timeout(options_.read_timeout);
+    client->set_write_timeout(options_.read_timeout);
+    client->set_keep_alive(true);
+    // httplib writes headers and body separately; with Nagle on, every request on a reused
+    // connection waits out the server's delayed ACK (~40 ms).
+    client->set_tcp_nodelay(true);
+    client->set_url_encode(false);  // paths and queries are encoded here, exactly once
+    client->set_follow_location(false);
+    return client;
+  }
+
+  const ServerAddress address_;
+  const HttpKubernetesOptions options_;
+  const StorePtr ca_;
+  const X509Ptr cert_;
+  const KeyPtr key_;
+  const bool verify_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
+};
+
+std::expected<std::unique_ptr<HttpKubernetes>, std::string> HttpKubernetes::create(
+    KubeConfig config, HttpKubernetesOptions options) {
+  const std::string where = config.source.empty() ? "kube config" : config.source;
+  auto address = parse_server_url(config.server);
+  if (!address) return std::unexpected(where + ": " + address.error());
+
+  StorePtr ca;
+  X509Ptr cert;
+  KeyPtr key;
+  if (address->tls) {
+    if (!config.ca_pem.empty() && !config.insecure_skip_tls_verify) {
+      auto store = ca_store_from_pem(config.ca_pem);
+      if (!store) return std::unexpected(where + ": " + store.error());
+      ca = std::move(*store);
+    }
+    if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
+      return std::unexpected(where + ": a client certificate needs both certificate and key");
+    }
+    if (!config.client_cert_pem.empty()) {
+      BioPtr cert_bio = memory_bio(config.client_cert_pem);
+      cert.reset(cert_bio ? PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr) : nullptr);
+      if (!cert) return std::unexpected(where + ": client certificate: " + openssl_error());
+      BioPtr key_bio = memory_bio(config.client_key_pem);
+      key.reset(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr)
+                        : nullptr);
+      if (!key) return std::unexpected(where + ": client key: " + openssl_error());
+      if (X509_check_private_key(cert.get(), key.get()) != 1) {
+        return std::unexpected(
+            where + ": client key does not match the client certificate: " + openssl_error());
+      }
+    }
+  }
+  const bool verify = !config.insecure_skip_tls_verify;
+  auto connections =
+      std::make_unique<Connections>(std::move(*address), std::move(options), std::move(ca),
+                                    std::move(cert), std::move(key), verify);
+  return std::unique_ptr<HttpKubernetes>(
+      new HttpKubernetes(std::move(config), std::move(connections)));
+}
+
+HttpKubernetes::HttpKubernetes(KubeConfig config, std::unique_ptr<Connections> connections)
+    : config_(std::move(config)),
+      token_(config_.token, config_.token_file),
+      connections_(std::move(connections)) {}
+
+HttpKubernetes::~HttpKubernetes() = default;
+
+const std::string& HttpKubernetes::default_namespace() const {
+  return config_.ns;
+}
+
+KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_view method,
+                                      const std::string& path_and_query, const std::string* body,
+                                      std::string_view content_type) {
+  const std::string request = std::string{method} + " " + path_and_query;
+  try {
+    auto token = token_.current();
+    if (!token)
+      return Unexpected(local_error(KubeErrorCode::Unauthorized, request + ": " + token.error()));
+
+    httplib::Request http;
+    http.method = std::string{method};
+    http.path = connections_->address().base_path + path_and_query;
+    http.set_header("Accept", "application/json");
+    http.set_header("User-Agent", connections_->user_agent());
+    if (!token->empty()) http.set_header("Authorization", "Bearer " + *token);
+    if (body != nullptr) {
+      http.set_header("Content-Type", std::string{content_type});
+      http.body = *body;
+    }
+
+    auto client = connections_->acquire();
+    if (!client) {
+      counters_.record(operation, 0);
+      return Unexpected(local_error(KubeErrorCode::Unreachable,
+                                    request + ": cannot set up a TLS client: " + openssl_error()));
+    }
+    httplib::Result result = client->send(http);
+    if (!result) {
+      counters_.record(operation, 0);
+      std::string why = httplib::to_string(result.error());
+      if (result.error() == httplib::Error::SSLServerVerification) {
+        if (auto* tls = dynamic_cast<httplib::SSLClient*>(client.get())) {
+          why += std::string{" ("} +
+                 X509_verify_cert_error_string(tls->get_openssl_verify_result()) + ")";
+        }
+      }
+      ERR_clear_error();
+      return Unexpected(local_error(KubeErrorCode::Unreachable,
+                                    request + ": no answer from " + config_.server + ": " + why));
+    }
+    connections_->release(std::move(client));
+    const int status = result->status;
+    counters_.record(operation, status);
+    if (status < 200 || status >= 300) {
+      return Unexpected(error_from_response(status, result->body,
+                                            result->get_header_value("Retry-After"), request));
+    }
+    if (result->body.empty()) return Json{};
+    Json parsed = Json::parse(result->body, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) {
+      return Unexpected(local_error(
+          KubeErrorCode::ServerError,
+          request + ": HTTP " + std::to_string(status) + " with a body that is not JSON"));
+    }
+    return parsed;
+  } catch (const std::exception& e) {
+    return Unexpected(
+        local_error(KubeErrorCode::Unreachable, request + ": request failed: " + e.what()));
+  }
+}
+
+KubeResult<Json> HttpKubernetes::raw(std::string_view method, std::string_view path_and_query,
+                                     const std::optional<Json>& body,
+                                     std::string_view content_type) {
+  const std::string path{path_and_query};
+  if (!body) return call("raw", method, path, nullptr, content_type);
+  auto text = serialize(*body, std::string{method} + " " + path);
+  if (!text) return Unexpected(text.error());
+  return call("raw", method, path, &*text, content_type);
+}
+
+KubeResult<Json> HttpKubernetes::get(const ObjectRef& ref) {
+  auto path = object_path("get", ref.kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  return call("get", "GET", *path, nullptr, {});
+}
+
+KubeResult<ObjectList> HttpKubernetes::list(Kind kind, const std::string& ns,
+                                            const ListOptions& options) {
+  std::string path = resource_path(kind, ns);
+  char separator = '?';
+  const auto add = [&](std::string_view key, std::string_view value) {
+    path += separator;
+    separator = '&';
+    path += key;
+    path += '=';
+    path += url_encode(value);
+  };
+  if (!options.label_selector.empty()) add("labelSelector", options.label_selector);
+  if (!options.field_selector.empty()) add("fieldSelector", options.field_selector);
+  if (options.limit > 0) add("limit", std::to_string(options.limit));
+  if (!options.continue_token.empty()) add("continue", options.continue_token);
+
+  auto answer = call("list", "GET", path, nullptr, {});
+  if (!answer) return Unexpected(answer.error());
+  if (!answer->is_object()) {
+    return Unexpected(local_error(KubeErrorCode::ServerError, "GET " + path + ": not a list"));
+  }
+  ObjectList list;
+  list.resource_version = metadata_string(*answer, "resourceVersion");
+  list.continue_token = metadata_string(*answer, "continue");
+  if (auto items = answer->find("items"); items != answer->end() && items->is_array()) {
+    list.items.reserve(items->size());
+    for (Json& item : *items) {
+      // The API server leaves kind and apiVersion out of list items; put them back so an item
+      // reads like the object get() returns.
+      if (item.is_object()) {
+        if (!item.contains("kind")) item["kind"] = to_string(kind);
+        if (!item.contains("apiVersion")) item["apiVersion"] = api_version(kind);
+      }
+      list.items.push_back(std::move(item));
+    }
+  }
+  return list;
+}
+
+KubeResult<Json> HttpKubernetes::create(Kind kind, const Json& object) {
+  const std::string ns = is_namespaced(kind) ? metadata_string(object, "namespace") : "";
+  if (is_namespaced(kind) && ns.empty()) {
+    return Unexpected(
+        local_error(KubeErrorCode::BadRequest,
+                    "create " + std::string{to_string(kind)} + ": metadata.namespace is empty"));
+  }
+  const std::string path = resource_path(kind, ns);
+  auto body = serialize(object, "POST " + path);
+  if (!body) return Unexpected(body.error());
+  return call("create", "POST", path, &*body, "application/json");
+}
+
+KubeResult<Json> HttpKubernetes::update(Kind kind, const Json& object) {
+  const ObjectRef ref = ref_of(kind, object);
+  auto path = object_path("update", kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  auto body = serialize(object, "PUT " + *path);
+  if (!body) return Unexpected(body.error());
+  return call("update", "PUT", *path, &*body, "application/json");
+}
+
+KubeResult<Json> HttpKubernetes::update_status(Kind kind, const Json& object) {
+  const ObjectRef ref = ref_of(kind, object);
+  auto path = object_path("update_status", kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  *path += "/status";
+  auto body = serialize(object, "PUT " + *path);
+  if (!body) return Unexpected(body.error());
+  return call("update_status", "PUT", *path, &*body, "application/json");
+}
+
+KubeResult<Json> HttpKubernetes::patch(const ObjectRef& ref, PatchType type, const Json& patch) {
+  auto path = object_path("patch", ref.kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  auto body = serialize(patch, "PATCH " + *path);
+  if (!body) return Unexpected(body.error());
+  const std::string_view content_type =
+      type == PatchType::Merge ? "application/merge-patch+json" : "application/json-patch+json";
+  return call("patch", "PATCH", *path, &*body, content_type);
+}
+
+KubeResult<void> HttpKubernetes::remove(const ObjectRef& ref, const DeleteOptions& options) {
+  auto path = object_path("delete", ref.kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  Json delete_options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (const auto policy = propagation_policy(options.propagation); !policy.empty()) {
+    delete_options["propagationPolicy"] = policy;
+  }
+  if (options.uid) delete_options["preconditions"]["uid"] = *options.uid;
+  if (options.resource_version) {
+    delete_options["preconditions"]["resourceVersion"] = *options.resource_version;
+  }
+  if (options.grace_period_seconds) {
+    delete_options["gracePeriodSeconds"] = *options.grace_period_seconds;
+  }
+  auto body = serialize(delete_options, "DELETE " + *path);
+  if (!body) return Unexpected(body.error());
+  auto answer = call("delete", "DELETE", *path, &*body, "application/json");
+  if (!answer) return Unexpected(answer.error());
+  return {};
+}
+
+}  // namespace stsresize
