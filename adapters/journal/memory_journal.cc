@@ -39,7 +39,6 @@ JournalResult<void> MemoryJournal::append(std::span<const JournalRecord> records
     stream.ns = records.front().ns;
     stream.statefulset = records.front().statefulset;
   }
-  stream.events.reserve(stream.events.size() + added.size());
   std::move(added.begin(), added.end(), std::back_inserter(stream.events));
   return {};
 }
