@@ -1,0 +1,189 @@
+#include "adapters/fake/simulated_cluster.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "adapters/fake/simulation_support.h"
+
+namespace stsresize {
+namespace {
+
+constexpr Kind kAllKinds[] = {Kind::StatefulSet,
+                              Kind::PersistentVolumeClaim,
+                              Kind::PersistentVolume,
+                              Kind::Job,
+                              Kind::Pod,
+                              Kind::StorageClass,
+                              Kind::Event,
+                              Kind::ConfigMap,
+                              Kind::Lease};
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+bool is_copy_pod(const std::map<std::string, VolumeFiles*>& volumes) {
+  return volumes.contains("source") && volumes.contains("destination");
+}
+
+// Flips one bit of the first non-empty file, or adds a stray byte to an empty tree: either
+// way the destination no longer equals the source.
+void corrupt(VolumeFiles& files) {
+  for (auto& [path, bytes] : files) {
+    if (!bytes.empty()) {
+      bytes[0] = static_cast<char>(bytes[0] ^ 0x01);
+      return;
+    }
+  }
+  files["stray"] = "x";
+}
+
+JobRun copy(const Json& pod, std::map<std::string, VolumeFiles*>& volumes, bool corrupting) {
+  if (!is_copy_pod(volumes)) return JobRun{};
+  (void)pod;
+  const VolumeFiles& source = *volumes.at("source");
+  VolumeFiles& destination = *volumes.at("destination");
+  destination = source;  // rsync --delete: the destination becomes equal
+  if (corrupting) corrupt(destination);
+  const CopySummary summary{summarise_tree(source), summarise_tree(destination)};
+  return JobRun{summary.matches() ? 0 : 3, format_copy_summary(summary)};
+}
+
+}  // namespace
+
+TreeSummary summarise_tree(const VolumeFiles& files) {
+  std::vector<std::string> lines;
+  TreeSummary summary;
+  for (const auto& [path, bytes] : files) {
+    ++summary.files;
+    summary.bytes += static_cast<std::int64_t>(bytes.size());
+    const std::string relative = path.starts_with("/") ? path.substr(1) : path;
+    lines.push_back(sha256_hex(bytes) + "  ./" + relative + "\n");
+  }
+  std::ranges::sort(lines);  // LC_ALL=C sort: bytewise
+  std::string all;
+  for (const std::string& line : lines) all += line;
+  summary.digest = sha256_hex(all);
+  return summary;
+}
+
+JobRun run_copy_job(const Json& pod, std::map<std::string, VolumeFiles*>& volumes) {
+  return copy(pod, volumes, false);
+}
+
+SimulatedCluster::SimulatedCluster(FakeKubernetes& kube) : kube_(kube) {}
+
+void SimulatedCluster::tick() {
+  collect_garbage();
+  protect_and_reclaim_volumes();
+  bind_claims();
+  expand_volumes();
+  run_kubelet();
+  sync_jobs();
+  sync_statefulsets();
+}
+
+void SimulatedCluster::tick(int times) {
+  for (int i = 0; i < times; ++i) tick();
+}
+
+void SimulatedCluster::collect_garbage() {
+  std::set<std::string> live;
+  for (Kind kind : kAllKinds) {
+    for (const Json& object : kube_.list_raw(kind))
+      live.insert(sim::text(object, {"metadata", "uid"}));
+  }
+  for (Kind kind : kAllKinds) {
+    for (const Json& object : kube_.list_raw(kind)) {
+      const Json& owners = sim::at(object, {"metadata", "ownerReferences"});
+      if (!owners.is_array() || owners.empty() || sim::is_deleting(object)) continue;
+      const bool orphaned = std::ranges::none_of(owners, [&](const Json& owner) {
+        return owner.is_object() && live.contains(owner.value("uid", ""));
+      });
+      if (!orphaned) continue;
+      DeleteOptions background;
+      background.propagation = Propagation::Background;
+      (void)kube_.system().remove(ref_of(kind, object), background);
+    }
+  }
+}
+
+std::optional<std::string> SimulatedCluster::bound_volume(const std::string& ns,
+                                                          const std::string& claim) const {
+  auto pvc = kube_.get_raw({Kind::PersistentVolumeClaim, ns, claim});
+  if (!pvc || sim::text(*pvc, {"status", "phase"}) != "Bound") return std::nullopt;
+  const std::string volume = sim::text(*pvc, {"spec", "volumeName"});
+  if (volume.empty() || !volumes_.contains(volume)) return std::nullopt;
+  return volume;
+}
+
+std::optional<VolumeFiles> SimulatedCluster::volume_files(const ObjectRef& claim) const {
+  auto volume = bound_volume(claim.ns, claim.name);
+  if (!volume) return std::nullopt;
+  return volumes_.at(*volume);
+}
+
+bool SimulatedCluster::write_file(const ObjectRef& claim, const std::string& path,
+                                  const std::string& bytes) {
+  auto volume = bound_volume(claim.ns, claim.name);
+  if (!volume) return false;
+  volumes_[*volume][path] = bytes;
+  return true;
+}
+
+std::optional<VolumeFiles> SimulatedCluster::persistent_volume_files(
+    const std::string& pv_name) const {
+  auto it = volumes_.find(pv_name);
+  if (it == volumes_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SimulatedCluster::fail_provisioning(const std::string& storage_class, bool failing) {
+  if (failing) {
+    failing_classes_.insert(storage_class);
+  } else {
+    failing_classes_.erase(storage_class);
+  }
+}
+
+void SimulatedCluster::fail_next_job_pods(int pods, int exit_code) {
+  failing_job_pods_ = pods;
+  failing_exit_code_ = exit_code;
+}
+
+void SimulatedCluster::corrupt_next_copy() {
+  ++corruptions_pending_;
+}
+
+void SimulatedCluster::set_job_runner(JobRunner runner) {
+  job_runner_ = std::move(runner);
+  custom_runner_ = true;
+}
+
+JobRun SimulatedCluster::run(const Json& pod, std::map<std::string, VolumeFiles*>& volumes) {
+  if (failing_job_pods_ > 0) {
+    --failing_job_pods_;
+    if (!is_copy_pod(volumes)) return JobRun{failing_exit_code_, ""};
+    return JobRun{failing_exit_code_, "stsresize-copy: rsync failed with exit code " +
+                                          std::to_string(failing_exit_code_)};
+  }
+  if (!custom_runner_ && corruptions_pending_ > 0 && is_copy_pod(volumes)) {
+    --corruptions_pending_;
+    return copy(pod, volumes, true);
+  }
+  return job_runner_(pod, volumes);
+}
+
+}  // namespace stsresize
