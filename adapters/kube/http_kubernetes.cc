@@ -66,35 +66,34 @@ std::expected<StorePtr, std::string> ca_store_from_pem(const std::string& pem) {
   return store;
 }
 
-// Kind -> REST group/version prefix, resource (plural) and apiVersion.
+// Kind -> REST group/version prefix and resource (plural).
 struct KindInfo {
   std::string_view prefix;
   std::string_view plural;
-  std::string_view api_version;
 };
 
 KindInfo info(Kind kind) {
   switch (kind) {
     case Kind::StatefulSet:
-      return {"/apis/apps/v1", "statefulsets", "apps/v1"};
+      return {"/apis/apps/v1", "statefulsets"};
     case Kind::PersistentVolumeClaim:
-      return {"/api/v1", "persistentvolumeclaims", "v1"};
+      return {"/api/v1", "persistentvolumeclaims"};
     case Kind::PersistentVolume:
-      return {"/api/v1", "persistentvolumes", "v1"};
+      return {"/api/v1", "persistentvolumes"};
     case Kind::Job:
-      return {"/apis/batch/v1", "jobs", "batch/v1"};
+      return {"/apis/batch/v1", "jobs"};
     case Kind::Pod:
-      return {"/api/v1", "pods", "v1"};
+      return {"/api/v1", "pods"};
     case Kind::StorageClass:
-      return {"/apis/storage.k8s.io/v1", "storageclasses", "storage.k8s.io/v1"};
+      return {"/apis/storage.k8s.io/v1", "storageclasses"};
     case Kind::Event:
-      return {"/api/v1", "events", "v1"};
+      return {"/api/v1", "events"};
     case Kind::ConfigMap:
-      return {"/api/v1", "configmaps", "v1"};
+      return {"/api/v1", "configmaps"};
     case Kind::Lease:
-      return {"/apis/coordination.k8s.io/v1", "leases", "coordination.k8s.io/v1"};
+      return {"/apis/coordination.k8s.io/v1", "leases"};
   }
-  return {"/api/v1", "unknown", "v1"};
+  return {"/api/v1", "unknown"};
 }
 
 std::string_view reason_phrase(int status) {
@@ -329,10 +328,6 @@ std::string resource_path(Kind kind, std::string_view ns, std::string_view name)
   path += kind_info.plural;
   if (!name.empty()) path += "/" + url_encode(name);
   return path;
-}
-
-std::string_view api_version(Kind kind) {
-  return info(kind).api_version;
 }
 
 KubeError error_from_response(int status, std::string_view body, std::string_view retry_after,
@@ -618,15 +613,9 @@ KubeResult<ObjectList> HttpKubernetes::list(Kind kind, const std::string& ns,
   list.continue_token = metadata_string(*answer, "continue");
   if (auto items = answer->find("items"); items != answer->end() && items->is_array()) {
     list.items.reserve(items->size());
-    for (Json& item : *items) {
-      // The API server leaves kind and apiVersion out of list items; put them back so an item
-      // reads like the object get() returns.
-      if (item.is_object()) {
-        if (!item.contains("kind")) item["kind"] = to_string(kind);
-        if (!item.contains("apiVersion")) item["apiVersion"] = api_version(kind);
-      }
-      list.items.push_back(std::move(item));
-    }
+    // As the API server sends them: kind and apiVersion are on the list, not on each item
+    // (the fake does the same; update() does not need them).
+    for (Json& item : *items) list.items.push_back(std::move(item));
   }
   return list;
 }

@@ -66,9 +66,6 @@ std::string url_encode(std::string_view text);
 // empty means "all namespaces" for a namespaced collection.
 std::string resource_path(Kind kind, std::string_view ns, std::string_view name = {});
 
-// "apps/v1" etc.: what the API server puts in apiVersion for the kind.
-std::string_view api_version(Kind kind);
-
 // Maps a non-2xx answer: `status` the HTTP status, `body` the response (a Status object when the
 // API server produced it), `retry_after` the Retry-After header (seconds; may be empty),
 // `request` e.g. "GET /api/v1/..." to prefix the message with.
