@@ -194,19 +194,14 @@ std::string_view propagation_policy(Propagation propagation) {
   return {};
 }
 
-// Names an object for a request, rejecting what would silently address something else (an
-// empty namespace would turn a namespaced path into an all-namespaces one).
+// Names an object for a request. An empty name would address the whole collection, so it is
+// refused here; an empty namespace is left to the server, which answers NotFound (as the fake).
 std::expected<std::string, KubeError> object_path(std::string_view operation, Kind kind,
                                                   std::string_view ns, std::string_view name) {
   if (name.empty()) {
     return std::unexpected(local_error(
         KubeErrorCode::BadRequest,
         std::string{operation} + " " + std::string{to_string(kind)} + ": metadata.name is empty"));
-  }
-  if (is_namespaced(kind) && ns.empty()) {
-    return std::unexpected(local_error(KubeErrorCode::BadRequest,
-                                       std::string{operation} + " " + std::string{to_string(kind)} +
-                                           " " + std::string{name} + ": namespace is empty"));
   }
   return resource_path(kind, ns, name);
 }
@@ -623,9 +618,12 @@ KubeResult<ObjectList> HttpKubernetes::list(Kind kind, const std::string& ns,
 KubeResult<Json> HttpKubernetes::create(Kind kind, const Json& object) {
   const std::string ns = is_namespaced(kind) ? metadata_string(object, "namespace") : "";
   if (is_namespaced(kind) && ns.empty()) {
+    // POSTing to the all-namespaces collection would only earn a 405; say what is wrong, with
+    // the code the fake gives.
     return Unexpected(
-        local_error(KubeErrorCode::BadRequest,
-                    "create " + std::string{to_string(kind)} + ": metadata.namespace is empty"));
+        local_error(KubeErrorCode::Invalid, "create " + std::string{to_string(kind)} + " \"" +
+                                                metadata_string(object, "name") +
+                                                "\": metadata.namespace: Required value"));
   }
   const std::string path = resource_path(kind, ns);
   auto body = serialize(object, "POST " + path);

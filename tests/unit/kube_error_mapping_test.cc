@@ -275,10 +275,10 @@ TEST_F(HttpKubernetesTest, IgnoresTheNamespaceOfAClusterScopedRef) {
   EXPECT_EQ(server_.last().target, "/api/v1/persistentvolumes/pv-1");
 }
 
-TEST_F(HttpKubernetesTest, RefusesANamespacedRefWithoutNamespaceWithoutSendingIt) {
-  const KubeError error = error_of(kube_->get(ObjectRef{Kind::Pod, "", "web-0"}));
+TEST_F(HttpKubernetesTest, RefusesARefWithoutNameWithoutSendingIt) {
+  const KubeError error = error_of(kube_->get(ObjectRef{Kind::Pod, "db", ""}));
   EXPECT_EQ(error.code, KubeErrorCode::BadRequest);
-  EXPECT_TRUE(server_.requests().empty());
+  EXPECT_TRUE(server_.requests().empty()) << "would have listed the collection";
 }
 
 TEST_F(HttpKubernetesTest, ListsWithEncodedSelectorsPagingAndReturnsListMetadata) {
@@ -336,11 +336,12 @@ TEST_F(HttpKubernetesTest, CreatesAClusterScopedObjectWithoutNamespaceInThePath)
   EXPECT_EQ(server_.last().target, "/api/v1/persistentvolumes");
 }
 
-TEST_F(HttpKubernetesTest, RefusesToCreateANamespacedObjectWithoutNamespace) {
+TEST_F(HttpKubernetesTest, RefusesToCreateANamespacedObjectWithoutNamespaceAsInvalid) {
   const KubeError error =
       error_of(kube_->create(Kind::ConfigMap, Json{{"metadata", {{"name", "x"}}}}));
-  EXPECT_EQ(error.code, KubeErrorCode::BadRequest);
-  EXPECT_NE(error.message.find("metadata.namespace"), std::string::npos) << error.message;
+  EXPECT_EQ(error.code, KubeErrorCode::Invalid);
+  EXPECT_NE(error.message.find("metadata.namespace: Required value"), std::string::npos)
+      << error.message;
   EXPECT_TRUE(server_.requests().empty());
 }
 
