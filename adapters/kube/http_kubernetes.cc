@@ -195,13 +195,18 @@ std::string_view propagation_policy(Propagation propagation) {
 }
 
 // Names an object for a request. An empty name would address the whole collection, so it is
-// refused here; an empty namespace is left to the server, which answers NotFound (as the fake).
-std::expected<std::string, KubeError> object_path(std::string_view operation, Kind kind,
-                                                  std::string_view ns, std::string_view name) {
+// answered here, as the fake answers it: a ref without a name names nothing (NotFound), an
+// object body without one is malformed (BadRequest). An empty namespace is left to the server,
+// which answers NotFound (as the fake).
+enum class Named { ByRef, ByBody };
+
+std::expected<std::string, KubeError> object_path(std::string_view operation, Named named,
+                                                  Kind kind, std::string_view ns,
+                                                  std::string_view name) {
   if (name.empty()) {
     return std::unexpected(local_error(
-        KubeErrorCode::BadRequest,
-        std::string{operation} + " " + std::string{to_string(kind)} + ": metadata.name is empty"));
+        named == Named::ByRef ? KubeErrorCode::NotFound : KubeErrorCode::BadRequest,
+        std::string{operation} + " " + std::string{to_string(kind)} + ": the name is empty"));
   }
   return resource_path(kind, ns, name);
 }
@@ -577,7 +582,7 @@ KubeResult<Json> HttpKubernetes::raw(std::string_view method, std::string_view p
 }
 
 KubeResult<Json> HttpKubernetes::get(const ObjectRef& ref) {
-  auto path = object_path("get", ref.kind, ref.ns, ref.name);
+  auto path = object_path("get", Named::ByRef, ref.kind, ref.ns, ref.name);
   if (!path) return Unexpected(path.error());
   return call("get", "GET", *path, nullptr, {});
 }
@@ -633,7 +638,7 @@ KubeResult<Json> HttpKubernetes::create(Kind kind, const Json& object) {
 
 KubeResult<Json> HttpKubernetes::update(Kind kind, const Json& object) {
   const ObjectRef ref = ref_of(kind, object);
-  auto path = object_path("update", kind, ref.ns, ref.name);
+  auto path = object_path("update", Named::ByBody, kind, ref.ns, ref.name);
   if (!path) return Unexpected(path.error());
   auto body = serialize(object, "PUT " + *path);
   if (!body) return Unexpected(body.error());
@@ -642,7 +647,7 @@ KubeResult<Json> HttpKubernetes::update(Kind kind, const Json& object) {
 
 KubeResult<Json> HttpKubernetes::update_status(Kind kind, const Json& object) {
   const ObjectRef ref = ref_of(kind, object);
-  auto path = object_path("update_status", kind, ref.ns, ref.name);
+  auto path = object_path("update_status", Named::ByBody, kind, ref.ns, ref.name);
   if (!path) return Unexpected(path.error());
   *path += "/status";
   auto body = serialize(object, "PUT " + *path);
@@ -651,7 +656,7 @@ KubeResult<Json> HttpKubernetes::update_status(Kind kind, const Json& object) {
 }
 
 KubeResult<Json> HttpKubernetes::patch(const ObjectRef& ref, PatchType type, const Json& patch) {
-  auto path = object_path("patch", ref.kind, ref.ns, ref.name);
+  auto path = object_path("patch", Named::ByRef, ref.kind, ref.ns, ref.name);
   if (!path) return Unexpected(path.error());
   auto body = serialize(patch, "PATCH " + *path);
   if (!body) return Unexpected(body.error());
@@ -661,7 +666,7 @@ KubeResult<Json> HttpKubernetes::patch(const ObjectRef& ref, PatchType type, con
 }
 
 KubeResult<void> HttpKubernetes::remove(const ObjectRef& ref, const DeleteOptions& options) {
-  auto path = object_path("delete", ref.kind, ref.ns, ref.name);
+  auto path = object_path("delete", Named::ByRef, ref.kind, ref.ns, ref.name);
   if (!path) return Unexpected(path.error());
   Json delete_options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
   if (const auto policy = propagation_policy(options.propagation); !policy.empty()) {

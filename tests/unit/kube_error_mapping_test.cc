@@ -275,10 +275,11 @@ TEST_F(HttpKubernetesTest, IgnoresTheNamespaceOfAClusterScopedRef) {
   EXPECT_EQ(server_.last().target, "/api/v1/persistentvolumes/pv-1");
 }
 
-TEST_F(HttpKubernetesTest, RefusesARefWithoutNameWithoutSendingIt) {
-  const KubeError error = error_of(kube_->get(ObjectRef{Kind::Pod, "db", ""}));
-  EXPECT_EQ(error.code, KubeErrorCode::BadRequest);
-  EXPECT_TRUE(server_.requests().empty()) << "would have listed the collection";
+TEST_F(HttpKubernetesTest, AnswersANamelessRefOrBodyWithoutListingTheCollection) {
+  EXPECT_EQ(error_of(kube_->get(ObjectRef{Kind::Pod, "db", ""})).code, KubeErrorCode::NotFound);
+  EXPECT_EQ(error_of(kube_->update(Kind::Pod, Json{{"metadata", {{"namespace", "db"}}}})).code,
+            KubeErrorCode::BadRequest);
+  EXPECT_TRUE(server_.requests().empty());
 }
 
 TEST_F(HttpKubernetesTest, ListsWithEncodedSelectorsPagingAndReturnsListMetadata) {
