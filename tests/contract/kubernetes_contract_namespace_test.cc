@@ -1,7 +1,8 @@
 // More of the Kubernetes contract (same fixture, so every instantiation runs these too): what a
-// namespaced object addressed without its namespace gets. Checked against kube-apiserver v1.37:
-// GET/PUT/PATCH/DELETE /api/v1/configmaps/<name> answer 404 NotFound. A create has no such path
-// (POST /api/v1/configmaps is 405), so the HTTP adapter answers Invalid itself, as the fake does.
+// namespaced object addressed without its namespace, or anything without a name, gets. Checked
+// against kube-apiserver v1.37: GET/PUT/PATCH/DELETE /api/v1/configmaps/<name> answer 404 NotFound.
+// A create has no such path (POST /api/v1/configmaps is 405), so the HTTP adapter answers Invalid
+// itself, as the fake does.
 #include "tests/contract/kubernetes_contract.h"
 
 namespace stsresize::contract {
@@ -49,6 +50,23 @@ TEST_P(KubernetesContract, CreatingANamespacedObjectWithoutNamespaceIsInvalid) {
   auto created = kube().create(Kind::ConfigMap, named_config_map("", "nowhere"));
   ASSERT_FALSE(created);
   EXPECT_EQ(created.error().code, KubeErrorCode::Invalid) << created.error().message;
+}
+
+// No request can express this (the path would name the collection): the answer is the port's.
+TEST_P(KubernetesContract, ANamelessRefIsNotFoundAndANamelessBodyIsBadRequest) {
+  const ObjectRef nameless{Kind::ConfigMap, ns(), ""};
+  auto got = kube().get(nameless);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code, KubeErrorCode::NotFound) << got.error().message;
+  auto patched = kube().patch(nameless, PatchType::Merge, Json{{"data", {{"key", "x"}}}});
+  ASSERT_FALSE(patched);
+  EXPECT_EQ(patched.error().code, KubeErrorCode::NotFound) << patched.error().message;
+  auto removed = kube().remove(nameless);
+  ASSERT_FALSE(removed);
+  EXPECT_EQ(removed.error().code, KubeErrorCode::NotFound) << removed.error().message;
+  auto updated = kube().update(Kind::ConfigMap, named_config_map(ns(), ""));
+  ASSERT_FALSE(updated);
+  EXPECT_EQ(updated.error().code, KubeErrorCode::BadRequest) << updated.error().message;
 }
 
 }  // namespace
