@@ -1,6 +1,6 @@
 #pragma once
 // Test doubles for the HTTP Kubernetes adapter: a scripted API server on 127.0.0.1 (plain HTTP
-// or HTTPS), a throwaway PKI made with OpenSSL at test time, and a temporary directory.
+// or HTTPS), a throwaway PKI made with OpenSSL at test time, and a scratch directory to write in.
 #include <httplib.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -19,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/support/scratch_dir.h"
 
 namespace stsresize::testing {
 
@@ -208,32 +209,17 @@ class TestPki {
   Issued ca_;
 };
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
+// The shared scratch directory, plus writing files (and their parent directories) into it.
+class TempDir : public testing_support::ScratchDir {
  public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "stsresize-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
   std::filesystem::path write(const std::string& name, const std::string& content) const {
-    const auto file = path_ / name;
-    std::filesystem::create_directories(file.parent_path());
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    const auto target = file(name);
+    std::filesystem::create_directories(target.parent_path());
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
     out << content;
-    if (!out) throw std::runtime_error("cannot write " + file.string());
-    return file;
+    if (!out) throw std::runtime_error("cannot write " + target.string());
+    return target;
   }
-
- private:
-  std::filesystem::path path_;
 };
 
 }  // namespace stsresize::testing
