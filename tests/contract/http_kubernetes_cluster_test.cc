@@ -1,7 +1,10 @@
 // HttpKubernetes against a real API server, for what the contract cannot ask of the fake:
 // authentication and authorization answers, and a rotated token file. Skipped without
 // $STSRESIZE_KUBECONFIG (see http_cluster_support.h).
+#include <atomic>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "tests/contract/http_cluster_support.h"
 #include "tests/support/scratch_dir.h"
@@ -125,6 +128,38 @@ TEST_F(HttpKubernetesOnCluster, InvalidNamesTheFieldAtFault) {
   EXPECT_EQ(created.error().code, KubeErrorCode::Invalid) << created.error().message;
   EXPECT_NE(created.error().message.find("metadata.name"), std::string::npos)
       << created.error().message;
+}
+
+// Controller workers share one client: pooled TLS connections (one CA store, one client key)
+// must serve them at once.
+TEST_F(HttpKubernetesOnCluster, ServesConcurrentWorkersOverTls) {
+  constexpr int kWorkers = 4;
+  constexpr int kWritesEach = 10;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      const std::string name = "worker-" + std::to_string(w);
+      if (!admin_->create(Kind::ConfigMap,
+                          Json{{"metadata", {{"name", name}, {"namespace", ns_->name()}}}})) {
+        ++failures;
+        return;
+      }
+      for (int i = 0; i < kWritesEach; ++i) {
+        auto patched = admin_->patch({Kind::ConfigMap, ns_->name(), name}, PatchType::Merge,
+                                     Json{{"data", {{"count", std::to_string(i)}}}});
+        if (!patched) ++failures;
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (int w = 0; w < kWorkers; ++w) {
+    auto read = admin_->get({Kind::ConfigMap, ns_->name(), "worker-" + std::to_string(w)});
+    ASSERT_TRUE(read) << read.error().message;
+    EXPECT_EQ(read->at("data")["count"], std::to_string(kWritesEach - 1));
+  }
+  EXPECT_EQ(admin_->counters().count("patch", 200), std::uint64_t{kWorkers * kWritesEach});
 }
 
 }  // namespace
