@@ -338,7 +338,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
                                      " but the operation is in " +
                                      std::string{to_string(op.phase)});
             }
-            if (!rules_.allowed(e.from, e.event, op.sources_intact(), e.to)) {
+            if (!rules_->allowed(e.from, e.event, op.sources_intact(), e.to)) {
               return std::unexpected("transition " + std::string{to_string(e.from)} + " -> " +
                                      std::string{to_string(e.to)} + " on " +
                                      std::string{to_string(e.event)} +

@@ -116,7 +116,8 @@ struct ReplayError {
 // transition.
 class Folder {
  public:
-  explicit Folder(const TransitionRules& rules) : rules_(rules) {}
+  // `rules` must outlive the Folder. Copyable: apply to a trial copy, keep it if that worked.
+  explicit Folder(const TransitionRules& rules) : rules_(&rules) {}
 
   std::expected<void, ReplayError> apply(const JournalRecord& record);
   std::expected<void, ReplayError> apply(const JournalRecord& record, const Event& event);
@@ -126,7 +127,7 @@ class Folder {
  private:
   std::expected<void, std::string> apply_event(const JournalRecord& record, const Event& event);
 
-  const TransitionRules& rules_;
+  const TransitionRules* rules_;
   std::optional<Operation> state_;
   std::optional<Phase> previous_phase_;
 };

@@ -1,0 +1,32 @@
+#pragma once
+// Detection and planning: which claims of a StatefulSet are smaller than their template asks,
+// and whether they can be expanded in place or must be copied. Pure: the caller lists the
+// objects.
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/json.h"
+#include "engine/operation.h"
+
+namespace stsresize {
+
+struct ResizePlan {
+  Path path = Path::Undecided;
+  std::vector<ClaimPlan> claims;
+  std::string trigger;  // for people: "data 1Gi -> 2Gi (3 claims)"
+};
+
+// For each volumeClaimTemplate and each existing claim "<template>-<sts>-<ordinal>" (ordinals
+// at or above the current replica count included): a claim whose request is below the
+// template's is planned. Expand iff every planned claim's StorageClass exists, allows volume
+// expansion and the claim keeps its class; else Copy.
+// nullopt: nothing to do. Errors (no action is taken): a template without a storage request,
+// an unparsable quantity, a shrink ("shrinking is not supported yet"), a StorageClass that
+// does not exist.
+std::expected<std::optional<ResizePlan>, std::string> plan_resize(
+    const Json& statefulset, const std::vector<Json>& claims_in_namespace,
+    const std::vector<Json>& storage_classes);
+
+}  // namespace stsresize

@@ -1,0 +1,110 @@
+// BackingUp: for every planned claim, a backup claim of the same size and class and a copy Job
+// source -> backup; BackupVerified is recorded only when the Job's summary shows both trees
+// equal. At most settings.max_parallel_copies Jobs run at once.
+#include "engine/naming.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+namespace {
+
+using namespace steps;
+
+Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
+  Json spec = {{"accessModes", claim.access_modes},
+               {"resources", {{"requests", {{"storage", claim.from_size.to_string()}}}}}};
+  if (!claim.from_class.empty()) spec["storageClassName"] = claim.from_class;
+  if (!claim.volume_mode.empty()) spec["volumeMode"] = claim.volume_mode;
+  return Json{{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata",
+               {{"name", naming::backup_claim(claim.claim)},
+                {"namespace", op.ns},
+                {"labels",
+                 {{"app.kubernetes.io/managed-by", "stsresize"},
+                  {"stsresize.dev/operation", naming::label_value(op.id)},
+                  {"stsresize.dev/statefulset", naming::label_value(op.statefulset)},
+                  {"stsresize.dev/purpose", "backup"}}},
+                {"annotations",
+                 {{std::string{kOperationAnnotation}, op.id},
+                  {"stsresize.dev/source-claim", claim.claim}}}}},
+              {"spec", std::move(spec)}};
+}
+
+// Critical unless the existing backup claim is the one this operation asked for.
+std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
+                                              const Json& backup) {
+  const std::string name = naming::backup_claim(claim.claim);
+  if (!created_by(backup, ctx.op)) {
+    return StepOutcome::critical("backup claim " + name +
+                                 " exists but was not created by operation " + ctx.op.id +
+                                 " (a backup of an earlier operation?): not touching it");
+  }
+  auto size = k8s::requested_storage(backup);
+  auto storage_class = k8s::storage_class_name(backup);
+  if (!size) return malformed(size.error());
+  if (!storage_class) return malformed(storage_class.error());
+  if (*size != claim.from_size || storage_class->value_or("") != claim.from_class) {
+    return StepOutcome::critical("backup claim " + name + " has size " + size->to_string() +
+                                 " and class \"" + storage_class->value_or("") +
+                                 "\" where this operation asked for " +
+                                 claim.from_size.to_string() + " and \"" + claim.from_class + "\"");
+  }
+  if (being_deleted(backup)) {
+    return StepOutcome::critical("backup claim " + name + " is being deleted by someone else");
+  }
+  auto phase = k8s::pvc_phase(backup);
+  if (!phase) return malformed(phase.error());
+  if (*phase != "Bound" && phase_timed_out(ctx, ctx.settings.pending_timeout)) {
+    return StepOutcome::critical("backup claim " + name + " is still " + *phase +
+                                 " after the pending timeout");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StepOutcome backup_step(StepContext& ctx) {
+  int running = 0;
+  bool all_verified = true;
+  for (const ClaimPlan& claim : ctx.op.claims) {
+    if (claim.backup_verified) continue;
+    all_verified = false;
+    const ObjectRef backup_ref = claim_ref(ctx.op, naming::backup_claim(claim.claim));
+    auto backup = get_optional(ctx, backup_ref);
+    if (!backup) return backup.error();
+    if (!backup->has_value()) {
+      if (auto intended =
+              ctx.journal.intend("create", backup_ref,
+                                 "backup of " + claim.claim + ", " + claim.from_size.to_string());
+          !intended) {
+        return StepOutcome::transient(intended.error());
+      }
+      auto created = ctx.kube.create(Kind::PersistentVolumeClaim, backup_claim_body(ctx.op, claim));
+      if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
+        return from_error(created.error(), "creating " + to_string(backup_ref));
+      }
+      return StepOutcome::waiting(Duration{0});
+    }
+    if (auto refused = check_backup_claim(ctx, claim, **backup)) return *refused;
+
+    auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
+                         naming::backup_claim(claim.claim), "backup",
+                         running < ctx.settings.max_parallel_copies);
+    if (!copy) return copy.error();
+    if (copy->created) return StepOutcome::waiting(Duration{0});
+    if (copy->running) ++running;
+    if (copy->summary) {
+      if (auto recorded =
+              ctx.journal.record(events::BackupVerified{claim.claim, copy->summary->source});
+          !recorded) {
+        return StepOutcome::transient(recorded.error());
+      }
+      return StepOutcome::waiting(Duration{0});
+    }
+  }
+  if (all_verified) return StepOutcome::done();
+  return StepOutcome::waiting(ctx.settings.poll_interval, "copies running");
+}
+
+}  // namespace stsresize

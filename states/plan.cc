@@ -1,0 +1,28 @@
+// Planning: decide which claims to resize and how; the plan is recorded once and never
+// recomputed, so a resumed operation keeps the claims (and their uids) it started with.
+#include "engine/planner.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+StepOutcome plan_step(StepContext& ctx) {
+  using namespace steps;
+  if (ctx.op.path != Path::Undecided) {
+    return StepOutcome::done(ctx.op.path == Path::Expand ? PhaseEvent::PlannedExpand
+                                                         : PhaseEvent::PlannedCopy);
+  }
+  auto claims = ctx.kube.list(Kind::PersistentVolumeClaim, ctx.op.ns);
+  if (!claims) return from_error(claims.error(), "listing claims");
+  auto classes = ctx.kube.list(Kind::StorageClass, "");
+  if (!classes) return from_error(classes.error(), "listing storage classes");
+  auto plan = plan_resize(ctx.statefulset, claims->items, classes->items);
+  if (!plan) return StepOutcome::critical(plan.error());
+  if (!plan->has_value()) return StepOutcome::critical("nothing to resize any more");
+  if (auto recorded = ctx.journal.record(events::Planned{(*plan)->path, (*plan)->claims});
+      !recorded) {
+    return StepOutcome::transient(recorded.error());
+  }
+  return StepOutcome::waiting(Duration{0});
+}
+
+}  // namespace stsresize

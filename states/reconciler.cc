@@ -1,0 +1,304 @@
+#include "states/reconciler.h"
+
+#include <vector>
+
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/planner.h"
+#include "engine/timestamp.h"
+#include "states/machine.h"
+#include "states/step.h"
+
+namespace stsresize {
+
+std::string_view to_string(ReconcileResult::Kind kind) {
+  switch (kind) {
+    case ReconcileResult::Kind::Idle:
+      return "Idle";
+    case ReconcileResult::Kind::RequeueAfter:
+      return "RequeueAfter";
+    case ReconcileResult::Kind::Retry:
+      return "Retry";
+    case ReconcileResult::Kind::Terminal:
+      return "Terminal";
+  }
+  return "Unknown";
+}
+
+namespace {
+
+ReconcileResult idle() {
+  return {ReconcileResult::Kind::Idle, Duration{0}, {}};
+}
+ReconcileResult requeue(Duration after) {
+  return {ReconcileResult::Kind::RequeueAfter, after, {}};
+}
+ReconcileResult retry(std::string message) {
+  return {ReconcileResult::Kind::Retry, Duration{0}, std::move(message)};
+}
+ReconcileResult terminal(std::string message) {
+  return {ReconcileResult::Kind::Terminal, Duration{0}, std::move(message)};
+}
+
+std::string state_annotation_of(const Json& statefulset) {
+  auto value = k8s::annotation(statefulset, kStateAnnotation);
+  return value && value->has_value() ? **value : std::string{};
+}
+
+}  // namespace
+
+// One reconcile of one StatefulSet: the operation as it stands, the latest StatefulSet, and the
+// journal stream, kept in step.
+class Reconciler::Session final : public StepJournal {
+ public:
+  Session(Reconciler& owner, Json statefulset)
+      : r_(owner), sts_(std::move(statefulset)), ref_(ref_of(Kind::StatefulSet, sts_)) {}
+
+  ReconcileResult run();
+
+  std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
+                                          std::string_view detail) override {
+    return append({events::ActionIntended{op_.phase, std::string{action}, to_string(target),
+                                          std::string{detail}}});
+  }
+  std::expected<void, std::string> record(const Event& event) override { return commit({event}); }
+
+ private:
+  ReconcileResult start();
+  ReconcileResult resume(Operation annotated);
+  ReconcileResult drive();
+  std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason);
+
+  // Journal first; then the in-memory state. Refuses what fold would refuse.
+  std::expected<void, std::string> append(const std::vector<Event>& events);
+  // append + the annotation that makes the new state authoritative.
+  std::expected<void, std::string> commit(const std::vector<Event>& events);
+  std::expected<void, std::string> write_annotation();
+
+  void note(EventSeverity severity, std::string_view reason, const std::string& message) {
+    r_.events_.record(ref_, severity, reason, message);
+  }
+
+  Reconciler& r_;
+  Json sts_;
+  ObjectRef ref_;
+  Operation op_;
+  Folder* folder_ = nullptr;  // owned by r_.folded_
+};
+
+std::expected<void, std::string> Reconciler::Session::append(const std::vector<Event>& events) {
+  const TimePoint now = to_millis(r_.clock_.now());
+  std::vector<JournalRecord> records;
+  Folder trial = *folder_;
+  std::int64_t sequence = op_.last_sequence;
+  for (const Event& event : events) {
+    records.push_back(make_record(op_, ++sequence, now, event));
+    if (auto applied = trial.apply(records.back(), event); !applied) {
+      return std::unexpected("refusing to journal " + std::string{event_type(event)} + ": " +
+                             applied.error().message);
+    }
+  }
+  if (auto appended = r_.journal_.append(records); !appended) {
+    return std::unexpected("journal: " + appended.error().message);
+  }
+  *folder_ = trial;
+  op_ = *folder_->state();
+  return {};
+}
+
+std::expected<void, std::string> Reconciler::Session::commit(const std::vector<Event>& events) {
+  if (auto appended = append(events); !appended) return appended;
+  return write_annotation();
+}
+
+std::expected<void, std::string> Reconciler::Session::write_annotation() {
+  auto written = r_.kube_.update(Kind::StatefulSet, with_operation(sts_, op_));
+  if (!written && written.error().code == KubeErrorCode::Conflict) {
+    // Someone else wrote the StatefulSet (its controller updates status all the time). Retry
+    // on the fresh object only if our state annotation there is still the one we based on.
+    auto fresh = r_.kube_.get(ref_);
+    if (!fresh)
+      return std::unexpected("re-reading " + to_string(ref_) + ": " + fresh.error().message);
+    if (state_annotation_of(*fresh) != state_annotation_of(sts_)) {
+      return std::unexpected(to_string(ref_) + ": state annotation changed by someone else");
+    }
+    sts_ = std::move(*fresh);
+    written = r_.kube_.update(Kind::StatefulSet, with_operation(sts_, op_));
+  }
+  if (!written) {
+    return std::unexpected("writing state of " + to_string(ref_) + ": " +
+                           std::string{to_string(written.error().code)} + ": " +
+                           written.error().message);
+  }
+  sts_ = std::move(*written);
+  return {};
+}
+
+ReconcileResult Reconciler::Session::run() {
+  auto parsed = read_operation(sts_);
+  if (!parsed) {
+    note(EventSeverity::Warning, "InvalidState", parsed.error() + "; no action taken");
+    return terminal(parsed.error());
+  }
+  if (!parsed->has_value()) {
+    if (is_marked_failed(sts_)) return idle();
+    return start();
+  }
+  if (is_terminal((*parsed)->phase)) return idle();
+  return resume(std::move(**parsed));
+}
+
+ReconcileResult Reconciler::Session::start() {
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto classes = r_.kube_.list(Kind::StorageClass, "");
+  if (!classes) return retry("listing storage classes: " + classes.error().message);
+  auto plan = plan_resize(sts_, claims->items, classes->items);
+  if (!plan) {
+    note(EventSeverity::Warning, "InvalidResize", plan.error());
+    return terminal(plan.error());
+  }
+  if (!plan->has_value()) return idle();
+  auto replicas = k8s::spec_replicas(sts_);
+  auto uid = k8s::uid(sts_);
+  if (!replicas || !uid) return terminal(!replicas ? replicas.error() : uid.error());
+
+  const TimePoint now = to_millis(r_.clock_.now());
+  op_ = Operation{};
+  op_.id = make_operation_id(ref_.ns, ref_.name, *uid, now);
+  op_.ns = ref_.ns;
+  op_.statefulset = ref_.name;
+  auto& slot = r_.folded_[op_.id];
+  slot = std::make_unique<Folder>(PhaseMachine::rules());
+  folder_ = slot.get();
+  if (auto committed = commit(
+          {events::OperationStarted{(*plan)->trigger, *uid, *replicas},
+           events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning}});
+      !committed) {
+    return retry(committed.error());
+  }
+  note(EventSeverity::Normal, "ResizeStarted", "operation " + op_.id + ": " + (*plan)->trigger);
+  return drive();
+}
+
+ReconcileResult Reconciler::Session::resume(Operation annotated) {
+  auto last = r_.journal_.last_sequence(annotated.id);
+  if (!last) return retry("journal: " + last.error().message);
+  auto& slot = r_.folded_[annotated.id];
+  const bool cached = slot && slot->state() && slot->state()->last_sequence == *last;
+  if (!cached) {
+    slot = std::make_unique<Folder>(PhaseMachine::rules());
+    if (*last > 0) {
+      auto records = r_.journal_.read(annotated.id);
+      if (!records) return retry("journal: " + records.error().message);
+      for (const JournalRecord& record : *records) {
+        if (auto applied = slot->apply(record); !applied) {
+          const std::string message =
+              "journal of operation " + annotated.id + " is inconsistent at sequence " +
+              std::to_string(applied.error().sequence) + ": " + applied.error().message;
+          r_.folded_.erase(annotated.id);
+          note(EventSeverity::Warning, "JournalInconsistent", message + "; no action taken");
+          return terminal(message);
+        }
+      }
+    }
+  }
+  folder_ = slot.get();
+  if (folder_->state() && same_state(*folder_->state(), annotated)) {
+    op_ = *folder_->state();
+    return drive();
+  }
+  // The journal is missing (new volume, lost file) or lags/leads the annotation by a step the
+  // process did not live to write: continue from the annotation, and say so in the journal.
+  op_ = annotated;
+  op_.last_sequence = *last;
+  if (auto appended = append({events::Resumed{annotated}}); !appended) {
+    const std::string message = "operation " + annotated.id + ": " + appended.error();
+    note(EventSeverity::Warning, "JournalMismatch", message + "; no action taken");
+    return terminal(message);
+  }
+  return drive();
+}
+
+std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent event,
+                                                                  const std::string& reason) {
+  PhaseMachine machine{op_.phase};
+  const Phase from = op_.phase;
+  auto next = machine.fire(event, op_.sources_intact());
+  if (!next) {
+    note(EventSeverity::Warning, "InternalError", next.error());
+    return std::unexpected(terminal(next.error()));
+  }
+  std::vector<Event> events;
+  if (event == PhaseEvent::CriticalError) events.push_back(events::StepFailed{from, reason, true});
+  events.push_back(events::PhaseChanged{from, *next, event});
+  if (is_terminal(*next)) events.push_back(events::OperationFinished{*next});
+  if (auto committed = commit(events); !committed) {
+    return std::unexpected(retry(committed.error()));
+  }
+  const std::string transition =
+      std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
+  if (event == PhaseEvent::CriticalError) {
+    note(EventSeverity::Warning, "ResizeFailed", transition + ": " + reason);
+  } else if (*next == Phase::Failed) {
+    note(EventSeverity::Warning, "ResizeFailed",
+         "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
+  } else {
+    note(EventSeverity::Normal, *next == Phase::Completed ? "ResizeCompleted" : "PhaseChanged",
+         "operation " + op_.id + ": " + transition);
+  }
+  return {};
+}
+
+ReconcileResult Reconciler::Session::drive() {
+  for (int i = 0; i < r_.settings_.max_steps_per_reconcile; ++i) {
+    if (is_terminal(op_.phase)) return idle();
+    const Step step = step_for(op_.phase);
+    if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});
+    if (i > 0) {
+      auto fresh = r_.kube_.get(ref_);
+      if (!fresh) return retry("reading " + to_string(ref_) + ": " + fresh.error().message);
+      sts_ = std::move(*fresh);
+    }
+    StepContext ctx{r_.kube_, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+    const StepOutcome outcome = step(ctx);
+    switch (outcome.kind) {
+      case StepOutcome::Kind::Done:
+        if (auto advanced = advance(outcome.event, {}); !advanced) return advanced.error();
+        break;
+      case StepOutcome::Kind::Waiting:
+        if (outcome.requeue_after > Duration{0}) return requeue(outcome.requeue_after);
+        break;
+      case StepOutcome::Kind::Transient:
+        return retry(outcome.message);
+      case StepOutcome::Kind::Critical:
+        if (auto advanced = advance(PhaseEvent::CriticalError, outcome.message); !advanced) {
+          return advanced.error();
+        }
+        break;
+    }
+  }
+  return requeue(Duration{0});
+}
+
+Reconciler::Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock,
+                       EventRecorder& events, EngineSettings settings)
+    : kube_(kube),
+      journal_(journal),
+      clock_(clock),
+      events_(events),
+      settings_(std::move(settings)) {}
+
+Reconciler::~Reconciler() = default;
+
+ReconcileResult Reconciler::reconcile(const std::string& ns, const std::string& name) {
+  auto statefulset = kube_.get(ObjectRef{Kind::StatefulSet, ns, name});
+  if (!statefulset) {
+    if (statefulset.error().code == KubeErrorCode::NotFound) return idle();
+    return retry("reading StatefulSet " + ns + "/" + name + ": " + statefulset.error().message);
+  }
+  Session session{*this, std::move(*statefulset)};
+  return session.run();
+}
+
+}  // namespace stsresize

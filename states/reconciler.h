@@ -1,0 +1,61 @@
+#pragma once
+// The reconciler: level-based, like a controller-runtime Reconciler. reconcile(ns, name) reads
+// the StatefulSet, rebuilds its operation from the annotation (authoritative) and the journal
+// (audit trail), runs the current step, and on Done fires the machine, journals the
+// transition and writes the annotation. It runs steps back to back while they make progress
+// without waiting (at most settings.max_steps_per_reconcile), so one call may advance several
+// phases, yet every side effect is its own journaled, idempotent step: stop the process after
+// any of them and a new Reconciler resumes from the cluster (and the journal, if it survived).
+//
+// Lives in states/ because it drives the steps and the machine; engine/ stays free of both.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/events.h"
+#include "engine/ports/clock.h"
+#include "engine/ports/event_recorder.h"
+#include "engine/ports/journal.h"
+#include "engine/ports/kubernetes.h"
+#include "engine/settings.h"
+
+namespace stsresize {
+
+struct ReconcileResult {
+  enum class Kind {
+    Idle,          // nothing to do until the StatefulSet changes
+    RequeueAfter,  // waiting for the cluster: call again after `after`
+    Retry,         // a transient error: call again with backoff
+    Terminal,      // refused (invalid state, invalid resize): a person must act
+  };
+  Kind kind = Kind::Idle;
+  Duration after{0};
+  std::string message;
+
+  bool is(Kind k) const { return kind == k; }
+};
+std::string_view to_string(ReconcileResult::Kind kind);
+
+class Reconciler {
+ public:
+  Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock, EventRecorder& events,
+             EngineSettings settings = {});
+  ~Reconciler();
+
+  ReconcileResult reconcile(const std::string& ns, const std::string& name);
+
+ private:
+  class Session;
+  friend class Session;
+
+  Kubernetes& kube_;
+  Journal& journal_;
+  const Clock& clock_;
+  EventRecorder& events_;
+  EngineSettings settings_;
+  // The journal's view of each operation this process has touched, so that a reconcile does
+  // not refold the whole stream: valid while its last sequence is the journal's.
+  std::map<std::string, std::unique_ptr<Folder>> folded_;
+};
+
+}  // namespace stsresize

@@ -1,0 +1,132 @@
+// Recreating: for every claim, delete the source (uid precondition) — only once its backup is
+// verified and the backup claim still exists, is ours and is Bound — then create the claim
+// again, empty, with the target size and class and the original labels.
+#include "engine/naming.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+namespace {
+
+using namespace steps;
+
+inline constexpr std::string_view kRecreatedByAnnotation = "stsresize.dev/recreated-by";
+
+// Built from what planning captured: the source claim no longer exists at this point.
+// (Deliberately not k8s::strip_for_recreate of the live claim: there is none.)
+Json recreated_claim_body(const Operation& op, const ClaimPlan& claim) {
+  Json spec = {{"accessModes", claim.access_modes},
+               {"resources", {{"requests", {{"storage", claim.to_size.to_string()}}}}}};
+  if (!claim.to_class.empty()) spec["storageClassName"] = claim.to_class;
+  if (!claim.volume_mode.empty()) spec["volumeMode"] = claim.volume_mode;
+  Json metadata = {{"name", claim.claim},
+                   {"namespace", op.ns},
+                   {"annotations", {{std::string{kRecreatedByAnnotation}, op.id}}}};
+  if (!claim.labels.empty()) metadata["labels"] = claim.labels;
+  return Json{{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata", std::move(metadata)},
+              {"spec", std::move(spec)}};
+}
+
+// Every condition for deleting a source claim; the reason it may not be deleted otherwise.
+std::optional<StepOutcome> refuse_delete(StepContext& ctx, const ClaimPlan& claim) {
+  if (!claim.backup_verified) {
+    return StepOutcome::critical("refusing to delete " + claim.claim +
+                                 ": its backup has not been verified");
+  }
+  const std::string name = naming::backup_claim(claim.claim);
+  auto backup = get_optional(ctx, claim_ref(ctx.op, name));
+  if (!backup) return backup.error();
+  if (!backup->has_value()) {
+    return StepOutcome::critical("refusing to delete " + claim.claim + ": backup claim " + name +
+                                 " is gone");
+  }
+  auto phase = k8s::pvc_phase(**backup);
+  if (!phase) return malformed(phase.error());
+  if (!created_by(**backup, ctx.op) || being_deleted(**backup) || *phase != "Bound") {
+    return StepOutcome::critical("refusing to delete " + claim.claim + ": backup claim " + name +
+                                 " is not ours, is being deleted or is not Bound (" + *phase + ")");
+  }
+  return std::nullopt;
+}
+
+StepOutcome delete_source(StepContext& ctx, const ClaimPlan& claim) {
+  const ObjectRef ref = claim_ref(ctx.op, claim.claim);
+  auto source = get_optional(ctx, ref);
+  if (!source) return source.error();
+  if (!source->has_value()) {
+    if (auto recorded = ctx.journal.record(events::SourceDeleted{claim.claim}); !recorded) {
+      return StepOutcome::transient(recorded.error());
+    }
+    return StepOutcome::waiting(Duration{0});
+  }
+  auto uid = k8s::uid(**source);
+  if (!uid) return malformed(uid.error());
+  if (*uid != claim.source_uid) {
+    return StepOutcome::critical(claim.claim + " was replaced by someone else (uid " + *uid +
+                                 ", planned " + claim.source_uid + ")");
+  }
+  if (being_deleted(**source)) {
+    return StepOutcome::waiting(ctx.settings.poll_interval, "source claim finalizing");
+  }
+  if (auto refused = refuse_delete(ctx, claim)) return *refused;
+  if (auto intended =
+          ctx.journal.intend("delete", ref,
+                             "backup verified: " + std::to_string(claim.backup_verified->files) +
+                                 " files, digest " + claim.backup_verified->digest.substr(0, 12));
+      !intended) {
+    return StepOutcome::transient(intended.error());
+  }
+  DeleteOptions options;
+  options.uid = claim.source_uid;
+  auto removed = ctx.kube.remove(ref, options);
+  if (!removed && removed.error().code != KubeErrorCode::NotFound) {
+    return from_error(removed.error(), "deleting " + to_string(ref));
+  }
+  return StepOutcome::waiting(Duration{0});
+}
+
+StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
+  const ObjectRef ref = claim_ref(ctx.op, claim.claim);
+  auto existing = get_optional(ctx, ref);
+  if (!existing) return existing.error();
+  if (!existing->has_value()) {
+    if (auto intended = ctx.journal.intend(
+            "create", ref, claim.to_size.to_string() + ", class \"" + claim.to_class + "\"");
+        !intended) {
+      return StepOutcome::transient(intended.error());
+    }
+    auto created =
+        ctx.kube.create(Kind::PersistentVolumeClaim, recreated_claim_body(ctx.op, claim));
+    if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
+      return from_error(created.error(), "creating " + to_string(ref));
+    }
+    return StepOutcome::waiting(Duration{0});
+  }
+  auto recreated_by = k8s::annotation(**existing, kRecreatedByAnnotation);
+  if (!recreated_by) return malformed(recreated_by.error());
+  if (*recreated_by != ctx.op.id) {
+    return StepOutcome::critical(claim.claim +
+                                 " was created again by someone else before stsresize could");
+  }
+  auto uid = k8s::uid(**existing);
+  if (!uid) return malformed(uid.error());
+  if (auto recorded = ctx.journal.record(events::ClaimRecreated{claim.claim, *uid}); !recorded) {
+    return StepOutcome::transient(recorded.error());
+  }
+  return StepOutcome::waiting(Duration{0});
+}
+
+}  // namespace
+
+StepOutcome recreate_step(StepContext& ctx) {
+  for (const ClaimPlan& claim : ctx.op.claims) {
+    if (!claim.recreated_uid.empty()) continue;
+    if (!claim.source_deleted) return delete_source(ctx, claim);
+    return recreate_claim(ctx, claim);
+  }
+  return StepOutcome::done();
+}
+
+}  // namespace stsresize

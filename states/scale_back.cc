@@ -1,0 +1,42 @@
+// ScalingBack (after a critical error, entered only while every source claim was intact):
+// check the sources once more, restore the original replica count, then remove this
+// operation's Jobs and backup claims — with the sources intact a backup is never the only
+// copy of the data.
+#include "engine/naming.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+StepOutcome scale_back_step(StepContext& ctx) {
+  using namespace steps;
+  for (const ClaimPlan& claim : ctx.op.claims) {
+    auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
+    if (!source) return source.error();
+    auto uid = source->has_value() ? k8s::uid(**source) : k8s::Result<std::string>{""};
+    if (!source->has_value() || !uid || *uid != claim.source_uid || being_deleted(**source)) {
+      return StepOutcome::critical("not scaling back: source claim " + claim.claim +
+                                   " is no longer intact");
+    }
+  }
+  if (auto acted = set_replicas(ctx, ctx.op.original_replicas)) return *acted;
+  auto settled = replicas_settled(ctx, ctx.op.original_replicas, /*ready=*/false);
+  if (!settled) return settled.error();
+  if (!*settled) return StepOutcome::waiting(ctx.settings.poll_interval, "scaling back");
+
+  bool lingering = false;
+  for (const ClaimPlan& claim : ctx.op.claims) {
+    for (const ObjectRef& ref : {job_ref(ctx.op, naming::backup_job(claim.claim)),
+                                 job_ref(ctx.op, naming::restore_job(claim.claim)),
+                                 claim_ref(ctx.op, naming::backup_claim(claim.claim))}) {
+      bool acted = false;
+      auto exists = delete_ours(ctx, ref, acted);
+      if (!exists) return exists.error();
+      if (acted) return StepOutcome::waiting(Duration{0});
+      lingering = lingering || *exists;
+    }
+  }
+  if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
+  return StepOutcome::done(PhaseEvent::ScaleBackDone);
+}
+
+}  // namespace stsresize

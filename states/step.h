@@ -1,0 +1,83 @@
+#pragma once
+// The contract of every step (one file per phase under states/): read the cluster, perform AT
+// MOST ONE mutating Kubernetes call, report. Idempotent: running a step again after a crash,
+// at any point, converges to the same result without repeating a side effect that already
+// happened. Before a side effect the step calls journal.intend() (no journal entry, no act);
+// progress (a verified backup, a deleted source...) is reported through journal.record(),
+// which journals the event and writes the annotation — itself the one mutating call of that
+// invocation. After any mutating call a step returns Waiting(0): the reconciler calls again.
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include "engine/events.h"
+#include "engine/operation.h"
+#include "engine/ports/clock.h"
+#include "engine/ports/event_recorder.h"
+#include "engine/ports/kubernetes.h"
+#include "engine/settings.h"
+
+namespace stsresize {
+
+// Implemented by the reconciler.
+class StepJournal {
+ public:
+  virtual ~StepJournal() = default;
+  // Appends ActionIntended{current phase, action, target, detail}. An error means the journal
+  // could not record it: the step must not act.
+  virtual std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
+                                                  std::string_view detail) = 0;
+  // Journals a progress event, applies it to the operation and writes the annotation.
+  virtual std::expected<void, std::string> record(const Event& event) = 0;
+};
+
+struct StepContext {
+  Kubernetes& kube;
+  const Clock& clock;
+  EventRecorder& events;
+  StepJournal& journal;
+  const EngineSettings& settings;
+  const Operation& op;      // changes only through journal.record()
+  const Json& statefulset;  // as read at the start of this step
+};
+
+struct StepOutcome {
+  enum class Kind { Done, Waiting, Transient, Critical };
+  Kind kind = Kind::Waiting;
+  Duration requeue_after{0};
+  std::string message;
+  // The machine event a Done fires (Planning chooses between PlannedCopy and PlannedExpand).
+  PhaseEvent event = PhaseEvent::StepDone;
+
+  static StepOutcome done(PhaseEvent event = PhaseEvent::StepDone) {
+    return {Kind::Done, Duration{0}, {}, event};
+  }
+  // Waiting(0): a side effect happened, call again now.
+  static StepOutcome waiting(Duration after, std::string why = {}) {
+    return {Kind::Waiting, after, std::move(why), PhaseEvent::StepDone};
+  }
+  static StepOutcome transient(std::string error) {
+    return {Kind::Transient, Duration{0}, std::move(error), PhaseEvent::StepDone};
+  }
+  static StepOutcome critical(std::string reason) {
+    return {Kind::Critical, Duration{0}, std::move(reason), PhaseEvent::StepDone};
+  }
+  bool is(Kind k) const { return kind == k; }
+};
+
+using Step = StepOutcome (*)(StepContext&);
+
+StepOutcome plan_step(StepContext& ctx);        // Planning
+StepOutcome scale_down_step(StepContext& ctx);  // ScalingDown
+StepOutcome backup_step(StepContext& ctx);      // BackingUp
+StepOutcome recreate_step(StepContext& ctx);    // Recreating
+StepOutcome restore_step(StepContext& ctx);     // Restoring
+StepOutcome scale_up_step(StepContext& ctx);    // ScalingUp
+StepOutcome cleanup_step(StepContext& ctx);     // CleaningUp
+StepOutcome expand_step(StepContext& ctx);      // Expanding
+StepOutcome scale_back_step(StepContext& ctx);  // ScalingBack
+
+// nullptr for Pending and the terminal phases: there is nothing to do in them.
+Step step_for(Phase phase);
+
+}  // namespace stsresize

@@ -1,0 +1,211 @@
+#include "states/step_support.h"
+
+#include "engine/naming.h"
+
+namespace stsresize::steps {
+
+namespace {
+ListOptions list_by_labels(std::string selector) {
+  ListOptions options;
+  options.label_selector = std::move(selector);
+  return options;
+}
+}  // namespace
+
+Lookup get_optional(StepContext& ctx, const ObjectRef& ref) {
+  auto object = ctx.kube.get(ref);
+  if (object) return std::optional<Json>{std::move(*object)};
+  if (object.error().code == KubeErrorCode::NotFound) return std::optional<Json>{};
+  return std::unexpected(from_error(object.error(), "reading " + to_string(ref)));
+}
+
+StepOutcome from_error(const KubeError& error, std::string_view doing) {
+  std::string message =
+      std::string{doing} + ": " + std::string{to_string(error.code)} + ": " + error.message;
+  if (error.transient() || error.code == KubeErrorCode::Forbidden ||
+      error.code == KubeErrorCode::Unauthorized || error.code == KubeErrorCode::NotFound ||
+      error.code == KubeErrorCode::AlreadyExists) {
+    return StepOutcome::transient(std::move(message));
+  }
+  return StepOutcome::critical(std::move(message));
+}
+
+StepOutcome malformed(const std::string& error) {
+  return StepOutcome::critical(error);
+}
+
+bool created_by(const Json& object, const Operation& op) {
+  auto value = k8s::annotation(object, kOperationAnnotation);
+  return value && value->has_value() && **value == op.id;
+}
+
+bool being_deleted(const Json& object) {
+  auto deleting = k8s::is_being_deleted(object);
+  return deleting && *deleting;
+}
+
+bool phase_timed_out(const StepContext& ctx, Duration limit) {
+  return ctx.clock.now() - ctx.op.phase_since > limit;
+}
+
+ObjectRef claim_ref(const Operation& op, const std::string& name) {
+  return ObjectRef{Kind::PersistentVolumeClaim, op.ns, name};
+}
+ObjectRef job_ref(const Operation& op, const std::string& name) {
+  return ObjectRef{Kind::Job, op.ns, name};
+}
+ObjectRef statefulset_ref(const Operation& op) {
+  return ObjectRef{Kind::StatefulSet, op.ns, op.statefulset};
+}
+
+std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas) {
+  auto current = k8s::spec_replicas(ctx.statefulset);
+  if (!current) return malformed(current.error());
+  if (*current == replicas) return std::nullopt;
+  const ObjectRef ref = statefulset_ref(ctx.op);
+  if (auto intended = ctx.journal.intend(
+          "update", ref,
+          "replicas " + std::to_string(*current) + " -> " + std::to_string(replicas));
+      !intended) {
+    return StepOutcome::transient(intended.error());
+  }
+  Json updated = ctx.statefulset;
+  updated["spec"]["replicas"] = replicas;
+  if (auto written = ctx.kube.update(Kind::StatefulSet, updated); !written) {
+    return from_error(written.error(), "setting replicas of " + to_string(ref));
+  }
+  return StepOutcome::waiting(Duration{0});
+}
+
+std::expected<bool, StepOutcome> replicas_settled(StepContext& ctx, std::int32_t replicas,
+                                                  bool ready) {
+  auto generation = k8s::generation(ctx.statefulset);
+  auto status = k8s::statefulset_status(ctx.statefulset);
+  if (!generation) return std::unexpected(malformed(generation.error()));
+  if (!status) return std::unexpected(malformed(status.error()));
+  if (status->observed_generation < *generation || status->replicas != replicas) return false;
+  if (ready && status->ready_replicas != replicas) return false;
+  if (replicas != 0) return true;
+  auto selector = k8s::selector_match_labels(ctx.statefulset);
+  if (!selector) return std::unexpected(malformed(selector.error()));
+  if (selector->empty()) return std::unexpected(malformed("StatefulSet has no selector"));
+  std::string label_selector;
+  for (const auto& [key, value] : *selector) {
+    if (!label_selector.empty()) label_selector += ",";
+    label_selector += key + "=" + value;
+  }
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(label_selector));
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
+  return pods->items.empty();
+}
+
+namespace {
+
+// The termination message of the Job's (last) successful copy pod.
+std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std::string& job) {
+  const std::string selector = "stsresize.dev/operation=" + naming::label_value(ctx.op.id);
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
+  for (const Json& pod : pods->items) {
+    auto owners = k8s::owner_references(pod);
+    if (!owners) continue;
+    bool of_job = false;
+    for (const auto& owner : *owners) of_job = of_job || (owner.kind == "Job" && owner.name == job);
+    if (!of_job) continue;
+    auto terminated = k8s::terminated_container(pod, "copy");
+    if (!terminated || !terminated->has_value() || (*terminated)->exit_code != 0) continue;
+    auto summary = parse_copy_summary((*terminated)->message);
+    if (!summary) {
+      return std::unexpected(StepOutcome::critical(
+          "copy Job " + job + " reported no usable summary: " + summary.error()));
+    }
+    return *summary;
+  }
+  return std::unexpected(
+      StepOutcome::critical("copy Job " + job + " completed but no pod with its summary remains"));
+}
+
+}  // namespace
+
+std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::string& job_name,
+                                                  const std::string& source_claim,
+                                                  const std::string& destination_claim,
+                                                  const std::string& purpose, bool may_start) {
+  const ObjectRef ref = job_ref(ctx.op, job_name);
+  auto existing = get_optional(ctx, ref);
+  if (!existing) return std::unexpected(existing.error());
+  CopyProgress progress;
+  if (!existing->has_value()) {
+    if (!may_start) return progress;
+    if (auto intended = ctx.journal.intend(
+            "create", ref, purpose + " " + source_claim + " -> " + destination_claim);
+        !intended) {
+      return std::unexpected(StepOutcome::transient(intended.error()));
+    }
+    const Json job =
+        build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
+                                      ctx.op.id, ctx.op.statefulset, purpose},
+                       ctx.settings.copy_job);
+    auto created = ctx.kube.create(Kind::Job, job);
+    if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
+      return std::unexpected(from_error(created.error(), "creating " + to_string(ref)));
+    }
+    progress.created = true;
+    return progress;
+  }
+  const Json& job = **existing;
+  if (!created_by(job, ctx.op)) {
+    return std::unexpected(StepOutcome::critical(
+        to_string(ref) + " exists but was not created by operation " + ctx.op.id));
+  }
+  auto status = k8s::job_status(job);
+  if (!status) return std::unexpected(malformed(status.error()));
+  switch (status->outcome) {
+    case k8s::JobOutcome::Failed:
+      return std::unexpected(StepOutcome::critical("copy Job " + job_name + " failed (" +
+                                                   status->reason + "): " + status->message));
+    case k8s::JobOutcome::Running:
+      if (phase_timed_out(ctx, ctx.settings.job_timeout)) {
+        return std::unexpected(StepOutcome::critical("copy Job " + job_name +
+                                                     " is still running past the job timeout"));
+      }
+      progress.running = true;
+      return progress;
+    case k8s::JobOutcome::Complete:
+      break;
+  }
+  auto summary = job_summary(ctx, job_name);
+  if (!summary) return std::unexpected(summary.error());
+  if (!summary->matches()) {
+    return std::unexpected(StepOutcome::critical(
+        "copy Job " + job_name + ": destination differs from source (source " +
+        std::to_string(summary->source.files) + " files " + summary->source.digest.substr(0, 12) +
+        ", destination " + std::to_string(summary->destination.files) + " files " +
+        summary->destination.digest.substr(0, 12) + ")"));
+  }
+  progress.summary = *summary;
+  return progress;
+}
+
+std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted) {
+  auto existing = get_optional(ctx, ref);
+  if (!existing) return std::unexpected(existing.error());
+  if (!existing->has_value()) return false;
+  if (!created_by(**existing, ctx.op)) return false;  // not ours: never touched
+  if (being_deleted(**existing)) return true;
+  if (auto intended = ctx.journal.intend("delete", ref, ""); !intended) {
+    return std::unexpected(StepOutcome::transient(intended.error()));
+  }
+  auto uid = k8s::uid(**existing);
+  DeleteOptions options;
+  options.propagation = Propagation::Background;
+  if (uid) options.uid = *uid;
+  auto removed = ctx.kube.remove(ref, options);
+  if (!removed && removed.error().code != KubeErrorCode::NotFound) {
+    return std::unexpected(from_error(removed.error(), "deleting " + to_string(ref)));
+  }
+  acted = true;
+  return true;
+}
+
+}  // namespace stsresize::steps

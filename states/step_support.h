@@ -1,0 +1,59 @@
+#pragma once
+// Small helpers shared by the steps: reading objects that may not exist, recognising the
+// objects this operation created, turning API errors into outcomes.
+#include <expected>
+#include <optional>
+#include <string>
+
+#include "engine/k8s_objects.h"
+#include "states/step.h"
+
+namespace stsresize::steps {
+
+// Annotation put on everything an operation creates (backup claims, recreated claims, Jobs):
+// value = operation id. An object without it, or with another id, is never touched.
+inline constexpr std::string_view kOperationAnnotation = "stsresize.dev/operation";
+
+using Lookup = std::expected<std::optional<Json>, StepOutcome>;
+// nullopt when NotFound; any other error becomes the outcome to return.
+Lookup get_optional(StepContext& ctx, const ObjectRef& ref);
+
+// API errors: the transient ones (and Forbidden, fixable by an administrator) are retried;
+// an invalid request is critical.
+StepOutcome from_error(const KubeError& error, std::string_view doing);
+// A malformed object read from the cluster.
+StepOutcome malformed(const std::string& error);
+
+bool created_by(const Json& object, const Operation& op);
+bool being_deleted(const Json& object);
+bool phase_timed_out(const StepContext& ctx, Duration limit);
+
+ObjectRef claim_ref(const Operation& op, const std::string& name);
+ObjectRef job_ref(const Operation& op, const std::string& name);
+ObjectRef statefulset_ref(const Operation& op);
+
+// The StatefulSet with spec.replicas changed to `replicas`: intend + update (with its
+// resourceVersion) when it differs. nullopt when already there.
+std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas);
+// The StatefulSet controller has observed the spec and runs `replicas` pods (ready ones too
+// when `ready`); no pod of the set remains when `replicas` is 0.
+std::expected<bool, StepOutcome> replicas_settled(StepContext& ctx, std::int32_t replicas,
+                                                  bool ready);
+
+// Creates the copy Job `job_name` (intend + create) unless it exists. Reports on the existing
+// one: nullopt while running; the verified summary when done; critical when failed, not ours
+// or mismatched.
+struct CopyProgress {
+  bool created = false;  // a side effect happened: return Waiting(0)
+  bool running = false;
+  std::optional<CopySummary> summary;  // the Job completed and its summary matches
+};
+std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::string& job_name,
+                                                  const std::string& source_claim,
+                                                  const std::string& destination_claim,
+                                                  const std::string& purpose, bool may_start);
+
+// Deletes an object this operation created (intend + delete). Returns true while it exists.
+std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted);
+
+}  // namespace stsresize::steps
