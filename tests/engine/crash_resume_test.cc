@@ -1,0 +1,269 @@
+// Crash-resume: for EVERY k, the engine is destroyed right after its k-th side effect (the
+// fake's mutation budget makes every later call fail) and a new engine, built from the
+// cluster and the journal (or from the cluster alone, with a fresh journal), must converge —
+// without deleting data before a verified copy exists, without creating anything twice.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "adapters/journal/sqlite_journal.h"
+#include "engine/k8s_objects.h"
+#include "states/machine.h"
+#include "states/reconciler.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+enum class JournalFate { Kept, Lost };
+enum class Outcome { Completed, Failed };
+
+struct Scenario {
+  bool expandable = false;
+  int failing_job_pods = 0;
+  bool corrupt_copy = false;
+  Outcome outcome = Outcome::Completed;
+};
+
+EngineSettings settings_for(const Scenario& scenario) {
+  EngineSettings settings;
+  settings.poll_interval = std::chrono::seconds{2};
+  // One attempt per copy, so that an injected failure fails the Job.
+  if (scenario.failing_job_pods > 0 || scenario.corrupt_copy) settings.copy_job.backoff_limit = 0;
+  return settings;
+}
+
+// Safety properties checked at the moment each write happens.
+struct Watch {
+  std::vector<std::string> violations;
+  bool replicas_dropped = false;
+  int source_deletes = 0;
+};
+
+void watch(ResizeWorld& world, Watch& out) {
+  std::set<std::string> sources;
+  for (const auto& name : world.claim_names()) sources.insert(name);
+  world.kube.on_mutation([&world, &out, sources](const Mutation& m) {
+    if (m.actor != Actor::Client) return;
+    if (m.verb == Verb::Remove && m.ref.kind == Kind::PersistentVolumeClaim &&
+        sources.contains(m.ref.name)) {
+      ++out.source_deletes;
+      const auto backup = world.cluster.volume_files(world.claim(naming::backup_claim(m.ref.name)));
+      if (!backup || *backup != world.original_files.at(m.ref.name)) {
+        out.violations.push_back("source " + m.ref.name +
+                                 " deleted without a backup holding identical content");
+      }
+    }
+    if (m.ref.kind == Kind::StatefulSet &&
+        m.object["spec"].value("replicas", kReplicas) < kReplicas) {
+      out.replicas_dropped = true;
+    }
+  });
+}
+
+enum class Stop { Idle, Crashed, Terminal, OutOfRounds };
+
+Stop drive(ResizeWorld& world, Reconciler& engine, std::optional<int> crash_after) {
+  for (int round = 0; round < 600; ++round) {
+    const ReconcileResult result = engine.reconcile(kNs, kSts);
+    if (crash_after && world.kube.mutations() >= *crash_after) return Stop::Crashed;
+    if (result.is(ReconcileResult::Kind::Terminal)) {
+      ADD_FAILURE() << "terminal: " << result.message;
+      return Stop::Terminal;
+    }
+    if (result.is(ReconcileResult::Kind::Idle)) return Stop::Idle;
+    world.cluster.tick();
+    world.clock.advance(std::chrono::seconds{2});
+  }
+  return Stop::OutOfRounds;
+}
+
+void expect_no_double_creation(const ResizeWorld& world) {
+  std::map<std::string, int> creations;
+  for (const Mutation& m : world.kube.history()) {
+    if (m.actor == Actor::Client && m.verb == Verb::Create) {
+      ++creations[std::string{to_string(m.ref.kind)} + " " + m.ref.name];
+    }
+  }
+  for (const auto& [what, count] : creations) EXPECT_EQ(count, 1) << what << " created twice";
+}
+
+void expect_nothing_of_ours_left(const ResizeWorld& world) {
+  for (const Json& pvc : world.kube.list_raw(Kind::PersistentVolumeClaim, kNs)) {
+    EXPECT_EQ(pvc["metadata"]["name"].get<std::string>().find("-stsresize-"), std::string::npos)
+        << pvc["metadata"]["name"];
+  }
+  EXPECT_TRUE(world.kube.list_raw(Kind::Job, kNs).empty());
+}
+
+// The journal of the one operation folds without error to `phase`.
+// `may_be_empty`: the journal was lost after the operation had already finished.
+void expect_journal_folds_to(Journal& journal, Phase phase, bool may_be_empty) {
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  if (may_be_empty && operations->empty()) return;
+  ASSERT_EQ(operations->size(), 1u);
+  auto records = journal.read(operations->front().operation_id);
+  ASSERT_TRUE(records);
+  auto folded = fold(*records, PhaseMachine::rules());
+  ASSERT_TRUE(folded) << "sequence " << folded.error().sequence << ": " << folded.error().message;
+  EXPECT_EQ(folded->phase, phase);
+  EXPECT_EQ(folded->last_sequence, static_cast<std::int64_t>(records->size()));
+}
+
+void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
+                    const Scenario& scenario, bool journal_may_be_empty = false) {
+  for (const std::string& violation : watched.violations) ADD_FAILURE() << violation;
+  if (scenario.expandable) {
+    EXPECT_FALSE(watched.replicas_dropped);
+  }
+  expect_no_double_creation(world);
+  const Json sts = world.live_sts();
+  EXPECT_EQ(sts["spec"]["replicas"], kReplicas);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+  const Json& annotations = sts["metadata"]["annotations"];
+  const Quantity target = *Quantity::parse(scenario.outcome == Outcome::Completed ? "2Gi" : "1Gi");
+  for (const std::string& name : world.claim_names()) {
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_EQ(*k8s::requested_storage(*pvc), target) << name;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name)) << name;
+  }
+  expect_nothing_of_ours_left(world);
+  if (scenario.outcome == Outcome::Completed) {
+    EXPECT_FALSE(annotations.contains(std::string{kStateAnnotation}));
+    EXPECT_FALSE(annotations.contains(std::string{kPhaseAnnotation}));
+    EXPECT_TRUE(annotations.contains(std::string{kLastOperationAnnotation}));
+    expect_journal_folds_to(journal, Phase::Completed, journal_may_be_empty);
+  } else {
+    auto op = read_operation(sts);
+    ASSERT_TRUE(op && op->has_value());
+    EXPECT_EQ((*op)->phase, Phase::Failed);
+    EXPECT_FALSE((*op)->failure.empty());
+    EXPECT_TRUE(is_marked_failed(sts));
+    expect_journal_folds_to(journal, Phase::Failed, journal_may_be_empty);
+  }
+}
+
+// An uninterrupted run; returns the number of side effects it took.
+int clean_run(const Scenario& scenario) {
+  ResizeWorld world;
+  world.seed(scenario.expandable);
+  if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
+  if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
+  Watch watched;
+  watch(world, watched);
+  MemoryJournal journal;
+  {
+    Reconciler engine{world.kube, journal, world.clock, world.events, settings_for(scenario)};
+    EXPECT_EQ(drive(world, engine, std::nullopt), Stop::Idle);
+  }
+  expect_outcome(world, journal, watched, scenario);
+  // The scenario really took the path it is named after.
+  const bool copied = !scenario.expandable && scenario.outcome == Outcome::Completed;
+  EXPECT_EQ(watched.source_deletes, copied ? 6 : 0);
+  EXPECT_EQ(world.events.has("ResizeFailed"), scenario.outcome == Outcome::Failed);
+  if (scenario.outcome == Outcome::Failed) {
+    bool scaled_back = false;
+    for (const auto& e : world.events.entries) {
+      scaled_back = scaled_back || e.message.find("-> ScalingBack") != std::string::npos;
+    }
+    EXPECT_TRUE(scaled_back);
+  }
+  std::cout << "uninterrupted run: " << world.kube.mutations() << " side effects\n";
+  return world.kube.mutations();
+}
+
+std::unique_ptr<Journal> open_journal(bool sqlite, const std::filesystem::path& path) {
+  if (!sqlite) return std::make_unique<MemoryJournal>();
+  std::filesystem::remove(path);
+  auto journal = SqliteJournal::open(path);
+  EXPECT_TRUE(journal) << journal.error().message;
+  return std::move(*journal);
+}
+
+void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto path = dir / ("stsresize-crash-" + std::to_string(::getpid()) + ".db");
+  ResizeWorld world;
+  world.seed(scenario.expandable);
+  if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
+  if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
+  Watch watched;
+  watch(world, watched);
+  std::unique_ptr<Journal> journal = open_journal(sqlite, path);
+  world.kube.set_mutation_budget(k);
+  {
+    Reconciler engine{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
+    ASSERT_EQ(drive(world, engine, k), Stop::Crashed);
+  }
+  world.kube.set_mutation_budget(std::nullopt);
+  auto at_crash = read_operation(world.live_sts());
+  ASSERT_TRUE(at_crash) << at_crash.error();
+  const bool finished_before_crash = !at_crash->has_value() || (*at_crash)->phase == Phase::Failed;
+  if (fate == JournalFate::Lost) {
+    journal.reset();
+    journal = open_journal(sqlite, path);
+  } else if (sqlite) {
+    journal.reset();  // closed by the dying process, reopened by the new one
+    auto reopened = SqliteJournal::open(path);
+    ASSERT_TRUE(reopened);
+    journal = std::move(*reopened);
+  }
+  {
+    Reconciler engine{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
+    ASSERT_EQ(drive(world, engine, std::nullopt), Stop::Idle);
+  }
+  expect_outcome(world, *journal, watched, scenario,
+                 fate == JournalFate::Lost && finished_before_crash);
+  journal.reset();
+  std::filesystem::remove(path);
+}
+
+void every_k(const Scenario& scenario, JournalFate fate, bool sqlite = false, int stride = 1) {
+  const int total = clean_run(scenario);
+  ASSERT_GT(total, 5);
+  for (int k = 1; k <= total; k += stride) {
+    SCOPED_TRACE("crash after side effect " + std::to_string(k) + " of " + std::to_string(total));
+    crash_after(k, scenario, fate, sqlite);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+const Scenario kCopy{};
+const Scenario kExpand{.expandable = true};
+const Scenario kCopyJobFails{.failing_job_pods = 1, .outcome = Outcome::Failed};
+const Scenario kCopyCorrupted{.corrupt_copy = true, .outcome = Outcome::Failed};
+
+TEST(CrashResume, CopyPathConvergesAfterACrashAtEverySideEffect) {
+  every_k(kCopy, JournalFate::Kept);
+}
+
+TEST(CrashResume, CopyPathConvergesFromAnnotationsAloneWhenTheJournalIsLost) {
+  every_k(kCopy, JournalFate::Lost);
+}
+
+TEST(CrashResume, CopyPathWithSqliteJournalConvergesForASampleOfCrashPoints) {
+  every_k(kCopy, JournalFate::Kept, /*sqlite=*/true, /*stride=*/7);
+}
+
+TEST(CrashResume, ExpandPathNeverScalesDownAndConvergesAfterEveryCrash) {
+  every_k(kExpand, JournalFate::Kept);
+  every_k(kExpand, JournalFate::Lost);
+}
+
+TEST(CrashResume, FailedCopyJobScalesBackAndFailsAfterEveryCrash) {
+  every_k(kCopyJobFails, JournalFate::Kept);
+  every_k(kCopyJobFails, JournalFate::Lost);
+}
+
+TEST(CrashResume, CorruptedCopyScalesBackAndFailsAfterEveryCrash) {
+  every_k(kCopyCorrupted, JournalFate::Kept);
+}
+
+}  // namespace
+}  // namespace stsresize
