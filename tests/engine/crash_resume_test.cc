@@ -166,10 +166,10 @@ int clean_run(const Scenario& scenario) {
   // The scenario really took the path it is named after.
   const bool copied = !scenario.expandable && scenario.outcome == Outcome::Completed;
   EXPECT_EQ(watched.source_deletes, copied ? 6 : 0);
-  EXPECT_EQ(world.events.has("ResizeFailed"), scenario.outcome == Outcome::Failed);
+  EXPECT_EQ(world.events.contains("ResizeFailed"), scenario.outcome == Outcome::Failed);
   if (scenario.outcome == Outcome::Failed) {
     bool scaled_back = false;
-    for (const auto& e : world.events.entries) {
+    for (const auto& e : world.events.events()) {
       scaled_back = scaled_back || e.message.find("-> ScalingBack") != std::string::npos;
     }
     EXPECT_TRUE(scaled_back);

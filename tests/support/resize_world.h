@@ -8,11 +8,11 @@
 
 #include "adapters/clock/manual_clock.h"
 #include "adapters/fake/fake_kubernetes.h"
+#include "adapters/fake/recording_event_recorder.h"
 #include "adapters/fake/simulated_cluster.h"
 #include "adapters/journal/memory_journal.h"
 #include "engine/annotations.h"
 #include "engine/naming.h"
-#include "tests/support/recording_events.h"
 
 namespace stsresize::testing {
 
@@ -24,7 +24,7 @@ struct ResizeWorld {
   ManualClock clock;
   FakeKubernetes kube{clock};
   SimulatedCluster cluster{kube};
-  RecordingEvents events;
+  RecordingEventRecorder events;
   std::map<std::string, VolumeFiles> original_files;  // by claim name
 
   std::vector<std::string> claim_names() const {
