@@ -185,6 +185,7 @@ void apply_defaults(Kind kind, Json& object) {
       set_default(spec, "completions", 1);
       set_default(spec, "backoffLimit", 6);
       set_default(spec, "completionMode", "NonIndexed");
+      set_default(spec, "manualSelector", false);
       set_default(spec, "suspend", false);
       set_default(spec, "podReplacementPolicy", "TerminatingOrFailed");
       break;

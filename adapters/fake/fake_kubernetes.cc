@@ -460,10 +460,9 @@ KubeResult<ObjectList> FakeKubernetes::do_list(Kind kind, const std::string& req
           encode({result.resource_version, text_at(last, "namespace"), text_at(last, "name")});
       break;
     }
-    Json item = object;
-    item.erase("kind");  // a real list carries them once, on the list, not on each item
-    item.erase("apiVersion");
-    result.items.push_back(std::move(item));
+    // The wire format carries kind/apiVersion once, on the list; the port (like the HTTP
+    // adapter) puts them on every item.
+    result.items.push_back(object);
   }
   return result;
 }

@@ -1,6 +1,8 @@
 // The behaviour of kube-apiserver that stsresize relies on; see kubernetes_contract.h for how
 // an implementation is added. Every expectation here was checked against the v1.37 sources.
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tests/contract/kubernetes_contract.h"
 
@@ -88,6 +90,28 @@ KubeResult<Json> modify(Kubernetes& kube, const ObjectRef& ref, bool status,
   }
 }
 
+// The real garbage collector works asynchronously: poll. An implementation that is already
+// there (the fake) passes on the first look, without sleeping.
+bool eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  return true;
+}
+
+Json suspended_job(const std::string& ns, const std::string& name) {
+  Json job{{"apiVersion", "batch/v1"},
+           {"kind", "Job"},
+           {"metadata", {{"name", name}, {"namespace", ns}}}};
+  job["spec"]["suspend"] = true;  // no pod is ever created
+  job["spec"]["template"]["spec"] = {
+      {"restartPolicy", "Never"},
+      {"containers", Json::array({{{"name", "c"}, {"image", "registry.k8s.io/pause:3.10"}}})}};
+  return job;
+}
+
 #define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
 #define EXPECT_CODE(result, expected_code)                                       \
   do {                                                                           \
@@ -130,8 +154,8 @@ TEST_P(KubernetesContract, CreatingAnExistingObjectIsAlreadyExists) {
 TEST_P(KubernetesContract, CreatingWithAResourceVersionIsRefused) {
   Json body = config_map(ns(), "with-rv");
   body["metadata"]["resourceVersion"] = "12345";
-  auto created = kube().create(Kind::ConfigMap, body);
-  ASSERT_FALSE(created);
+  // etcd3's ErrResourceVersionSetOnCreate surfaces as a 500, not as a 4xx.
+  EXPECT_CODE(kube().create(Kind::ConfigMap, body), KubeErrorCode::ServerError);
   EXPECT_CODE(kube().get({Kind::ConfigMap, ns(), "with-rv"}), KubeErrorCode::NotFound);
 }
 
@@ -436,6 +460,84 @@ TEST_P(KubernetesContract, ClaimsGetTheProtectionFinalizerAtCreation) {
   ASSERT_OK(created);
   EXPECT_EQ(created->at("metadata")["finalizers"], Json::array({"kubernetes.io/pvc-protection"}));
   EXPECT_EQ(created->at("status")["phase"], "Pending");
+}
+
+TEST_P(KubernetesContract, ListItemsCarryKindAndApiVersion) {
+  ASSERT_OK(kube().create(Kind::StatefulSet, statefulset(ns(), "typed")));
+  auto list = kube().list(Kind::StatefulSet, ns());
+  ASSERT_OK(list);
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(list->items[0]["kind"], "StatefulSet");
+  EXPECT_EQ(list->items[0]["apiVersion"], "apps/v1");
+}
+
+TEST_P(KubernetesContract, DeletingAnObjectAlreadyBeingDeletedSucceedsAndChangesNothing) {
+  Json body = config_map(ns(), "twice-deleted");
+  body["metadata"]["finalizers"] = {"stsresize.dev/contract-test"};
+  ASSERT_OK(kube().create(Kind::ConfigMap, body));
+  const ObjectRef ref{Kind::ConfigMap, ns(), "twice-deleted"};
+  ASSERT_OK(kube().remove(ref));
+  auto first = kube().get(ref);
+  ASSERT_OK(first);
+  ASSERT_OK(kube().remove(ref));
+  auto second = kube().get(ref);
+  ASSERT_OK(second);
+  EXPECT_EQ(second->at("metadata")["deletionTimestamp"],
+            first->at("metadata")["deletionTimestamp"]);
+  Json released = *second;
+  released["metadata"]["finalizers"] = Json::array();
+  ASSERT_OK(kube().update(Kind::ConfigMap, released));
+}
+
+TEST_P(KubernetesContract, LeaseUpdateWithoutResourceVersionIsInvalid) {
+  Json lease{{"apiVersion", "coordination.k8s.io/v1"},
+             {"kind", "Lease"},
+             {"metadata", {{"name", "leader"}, {"namespace", ns()}}},
+             {"spec", {{"holderIdentity", "a"}}}};
+  ASSERT_OK(kube().create(Kind::Lease, lease));
+  lease["spec"]["holderIdentity"] = "b";
+  EXPECT_CODE(kube().update(Kind::Lease, lease), KubeErrorCode::Invalid);
+}
+
+// Surprising but true: only Pods reset metadata on /status; a StatefulSet keeps label changes
+// sent there. The fake must not be stricter than the server, or tests would pass that the
+// cluster fails (and vice versa).
+TEST_P(KubernetesContract, StatefulSetStatusUpdateKeepsMetadataChanges) {
+  ASSERT_OK(kube().create(Kind::StatefulSet, statefulset(ns(), "status-meta")));
+  auto written = modify(kube(), {Kind::StatefulSet, ns(), "status-meta"}, true,
+                        [](Json& sts) { sts["metadata"]["labels"]["via-status"] = "yes"; });
+  ASSERT_OK(written);
+  EXPECT_EQ(written->at("metadata")["labels"]["via-status"], "yes");
+}
+
+// batch/v1 Job's default garbage collection policy is Orphan (kept upstream for backward
+// compatibility): deleting a Job without a propagation policy leaves its pods behind.
+TEST_P(KubernetesContract, JobDeletedWithDefaultPropagationOrphansItsDependents) {
+  auto job = kube().create(Kind::Job, suspended_job(ns(), "orphaning"));
+  ASSERT_OK(job);
+  Json dependent = config_map(ns(), "job-dependent");
+  dependent["metadata"]["ownerReferences"] = {{{"apiVersion", "batch/v1"},
+                                               {"kind", "Job"},
+                                               {"name", "orphaning"},
+                                               {"uid", job->at("metadata")["uid"]}}};
+  ASSERT_OK(kube().create(Kind::ConfigMap, dependent));
+  ASSERT_OK(kube().remove({Kind::Job, ns(), "orphaning"}));
+  EXPECT_TRUE(eventually([&] { return !kube().get({Kind::Job, ns(), "orphaning"}); }));
+  auto kept = kube().get({Kind::ConfigMap, ns(), "job-dependent"});
+  ASSERT_OK(kept);
+  EXPECT_FALSE(kept->at("metadata").contains("ownerReferences"));
+}
+
+TEST_P(KubernetesContract, JobCreationGeneratesItsSelectorAndPodLabels) {
+  auto job = kube().create(Kind::Job, suspended_job(ns(), "labelled"));
+  ASSERT_OK(job);
+  const Json uid = job->at("metadata")["uid"];
+  EXPECT_EQ(job->at("spec")["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"], uid);
+  const Json labels = job->at("spec")["template"]["metadata"]["labels"];
+  EXPECT_EQ(labels["batch.kubernetes.io/job-name"], "labelled");
+  EXPECT_EQ(labels["job-name"], "labelled");
+  EXPECT_EQ(labels["controller-uid"], uid);
+  EXPECT_EQ(job->at("spec")["backoffLimit"], 6);
 }
 
 }  // namespace
