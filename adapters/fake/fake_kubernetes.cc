@@ -460,9 +460,12 @@ KubeResult<ObjectList> FakeKubernetes::do_list(Kind kind, const std::string& req
           encode({result.resource_version, text_at(last, "namespace"), text_at(last, "name")});
       break;
     }
-    // The wire format carries kind/apiVersion once, on the list; the port (like the HTTP
-    // adapter) puts them on every item.
-    result.items.push_back(object);
+    // As the API server sends them (and the HTTP adapter passes them on): kind and apiVersion
+    // are on the list, not on each item.
+    Json item = object;
+    item.erase("kind");
+    item.erase("apiVersion");
+    result.items.push_back(std::move(item));
   }
   return result;
 }

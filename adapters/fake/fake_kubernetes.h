@@ -29,7 +29,7 @@
 //   Orphan for batch/v1 Jobs (kept for backward compatibility upstream!), Background else;
 // - list: label and field selectors (metadata.name, metadata.namespace for all kinds;
 //   status.phase and spec.nodeName for Pods; involvedObject.*, reason, type for Events),
-//   items sorted by namespace/name, each with kind/apiVersion (as the port promises), paging with
+//   items sorted by namespace/name without kind/apiVersion (as the server sends them), paging with
 //   an opaque continue token. Deviation: later pages read the current state, not a snapshot
 //   at the first page's resourceVersion (they still report that resourceVersion).
 // Not modelled: watch, managedFields / server-side apply, strategic merge patch, quantity
