@@ -1,0 +1,283 @@
+// Each step's idempotency and each safety rule, on the simulated cluster.
+#include <gtest/gtest.h>
+
+#include "engine/k8s_objects.h"
+#include "engine/planner.h"
+#include "states/machine.h"
+#include "states/step.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+// Journals like the reconciler (through fold), without writing annotations.
+class TestJournal final : public StepJournal {
+ public:
+  explicit TestJournal(Operation& op) : op_(op), folder_(PhaseMachine::rules()) {
+    EXPECT_TRUE(folder_.apply(make_record(op, 1, op.started, events::Resumed{op})));
+    op_ = *folder_.state();
+  }
+  std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
+                                          std::string_view detail) override {
+    intents.push_back(std::string{action} + " " + to_string(target) + " " + std::string{detail});
+    return apply(events::ActionIntended{op_.phase, std::string{action}, to_string(target),
+                                        std::string{detail}});
+  }
+  std::expected<void, std::string> record(const Event& event) override {
+    recorded.push_back(event);
+    return apply(event);
+  }
+  std::vector<std::string> intents;
+  std::vector<Event> recorded;
+
+ private:
+  std::expected<void, std::string> apply(const Event& event) {
+    auto applied = folder_.apply(make_record(op_, op_.last_sequence + 1, op_.started, event));
+    if (!applied) return std::unexpected(applied.error().message);
+    op_ = *folder_.state();
+    return {};
+  }
+  Operation& op_;
+  Folder folder_;
+};
+
+class Steps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world.seed(/*expandable=*/false);
+    auto claims = world.kube.list(Kind::PersistentVolumeClaim, kNs);
+    auto classes = world.kube.list(Kind::StorageClass, "");
+    auto plan = plan_resize(world.live_sts(), claims->items, classes->items);
+    ASSERT_TRUE(plan && plan->has_value());
+    op.id = "web-test";
+    op.ns = kNs;
+    op.statefulset = kSts;
+    op.sts_uid = *k8s::uid(world.live_sts());
+    op.original_replicas = kReplicas;
+    op.path = (*plan)->path;
+    op.claims = (*plan)->claims;
+    op.started = op.phase_since = world.clock.now();
+  }
+  void at(Phase phase) {
+    op.phase = phase;
+    op.phase_since = world.clock.now();
+    journal = std::make_unique<TestJournal>(op);
+  }
+  StepOutcome run(Step step) {
+    sts = world.live_sts();
+    StepContext ctx{world.kube, world.clock, world.events, *journal, settings, op, sts};
+    return step(ctx);
+  }
+  int client_creates(const std::string& name) const {
+    int n = 0;
+    for (const Mutation& m : world.kube.history()) {
+      n += m.actor == Actor::Client && m.verb == Verb::Create && m.ref.name == name;
+    }
+    return n;
+  }
+  // Runs the step, letting the cluster move between calls, until it stops making progress.
+  StepOutcome run_until_settled(Step step, int rounds = 60) {
+    StepOutcome outcome = run(step);
+    for (int i = 0; i < rounds && outcome.is(StepOutcome::Kind::Waiting); ++i) {
+      world.cluster.tick();
+      world.clock.advance(std::chrono::seconds{1});
+      outcome = run(step);
+    }
+    return outcome;
+  }
+  void verify_all_backups() {
+    for (ClaimPlan& claim : op.claims) claim.backup_verified = TreeSummary{1, 1, "d"};
+  }
+
+  ResizeWorld world;
+  EngineSettings settings;
+  Operation op;
+  Json sts;
+  std::unique_ptr<TestJournal> journal;
+};
+
+TEST_F(Steps, ScaleDownUpdatesReplicasOnceAndIsDoneOnlyWhenNoPodRemains) {
+  at(Phase::ScalingDown);
+  EXPECT_TRUE(run(&scale_down_step).is(StepOutcome::Kind::Waiting));
+  EXPECT_EQ(world.kube.mutations(), 1);
+  ASSERT_EQ(journal->intents.size(), 1u);
+  // Not observed yet: the controller has not run. Calling again changes nothing.
+  const StepOutcome again = run(&scale_down_step);
+  EXPECT_TRUE(again.is(StepOutcome::Kind::Waiting));
+  EXPECT_GT(again.requeue_after, Duration{0});
+  EXPECT_EQ(world.kube.mutations(), 1);
+  EXPECT_TRUE(run_until_settled(&scale_down_step).is(StepOutcome::Kind::Done));
+  EXPECT_TRUE(world.kube.list_raw(Kind::Pod, kNs).empty());
+  EXPECT_EQ(world.kube.mutations(), 1);
+}
+
+TEST_F(Steps, BackupCreatesEachObjectOnceAcrossRepeatedCalls) {
+  world.kube.mutate_raw(world.sts(), [](Json& s) { s["spec"]["replicas"] = 0; });
+  world.settle(5);
+  at(Phase::BackingUp);
+  EXPECT_TRUE(run_until_settled(&backup_step, 200).is(StepOutcome::Kind::Done));
+  for (const ClaimPlan& claim : op.claims) {
+    EXPECT_EQ(client_creates(naming::backup_claim(claim.claim)), 1) << claim.claim;
+    EXPECT_EQ(client_creates(naming::backup_job(claim.claim)), 1) << claim.claim;
+    EXPECT_TRUE(claim.backup_verified) << claim.claim;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(naming::backup_claim(claim.claim))),
+              world.original_files.at(claim.claim));
+  }
+}
+
+TEST_F(Steps, BackupClaimOfAnotherOperationIsCriticalAndUntouched) {
+  at(Phase::BackingUp);
+  const std::string name = naming::backup_claim(op.claims[0].claim);
+  world.kube.put_raw(Kind::PersistentVolumeClaim,
+                     Json{{"metadata",
+                           {{"name", name},
+                            {"namespace", kNs},
+                            {"annotations", {{"stsresize.dev/operation", "web-older"}}}}},
+                          {"spec", {{"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+  const StepOutcome outcome = run(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("not created by operation"), std::string::npos);
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, BackupClaimWithADifferentSizeIsCritical) {
+  at(Phase::BackingUp);
+  const std::string name = naming::backup_claim(op.claims[0].claim);
+  world.kube.put_raw(Kind::PersistentVolumeClaim,
+                     Json{{"metadata",
+                           {{"name", name},
+                            {"namespace", kNs},
+                            {"annotations", {{"stsresize.dev/operation", op.id}}}}},
+                          {"spec",
+                           {{"storageClassName", "standard"},
+                            {"resources", {{"requests", {{"storage", "5Gi"}}}}}}}});
+  const StepOutcome outcome = run(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("5Gi"), std::string::npos) << outcome.message;
+}
+
+TEST_F(Steps, FailedCopyJobIsCritical) {
+  settings.copy_job.backoff_limit = 0;
+  world.cluster.fail_next_job_pods(1);
+  at(Phase::BackingUp);
+  const StepOutcome outcome = run_until_settled(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("failed"), std::string::npos) << outcome.message;
+}
+
+TEST_F(Steps, CopySummaryMismatchIsCriticalEvenWhenTheJobSucceeded) {
+  world.cluster.set_job_runner([](const Json&, std::map<std::string, VolumeFiles*>&) {
+    return JobRun{0, format_copy_summary(CopySummary{TreeSummary{3, 10, std::string(64, 'a')},
+                                                     TreeSummary{2, 7, std::string(64, 'b')}})};
+  });
+  at(Phase::BackingUp);
+  const StepOutcome outcome = run_until_settled(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("differs"), std::string::npos) << outcome.message;
+  for (const ClaimPlan& claim : op.claims) EXPECT_FALSE(claim.backup_verified);
+}
+
+TEST_F(Steps, BackupClaimPendingPastTheTimeoutIsCritical) {
+  world.cluster.fail_provisioning("standard");
+  at(Phase::BackingUp);
+  EXPECT_TRUE(run(&backup_step).is(StepOutcome::Kind::Waiting));  // creates the claim
+  world.cluster.tick();
+  world.clock.advance(settings.pending_timeout + std::chrono::seconds{1});
+  const StepOutcome outcome = run(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("pending timeout"), std::string::npos);
+}
+
+TEST_F(Steps, SourceIsNeverDeletedWithoutAVerifiedBackup) {
+  at(Phase::Recreating);
+  const StepOutcome outcome = run(&recreate_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("not been verified"), std::string::npos);
+  EXPECT_EQ(world.kube.mutations(), 0);
+  EXPECT_TRUE(journal->intents.empty());
+}
+
+TEST_F(Steps, SourceIsNeverDeletedWhenItsBackupClaimIsGone) {
+  verify_all_backups();
+  at(Phase::Recreating);
+  const StepOutcome outcome = run(&recreate_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("is gone"), std::string::npos) << outcome.message;
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, ASourceReplacedBySomeoneElseIsCriticalNotDeleted) {
+  verify_all_backups();
+  op.claims[0].source_uid = "uid-of-the-claim-we-planned";
+  at(Phase::Recreating);
+  const StepOutcome outcome = run(&recreate_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("replaced"), std::string::npos);
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, RecreatedClaimKeepsTheOriginalLabelsAndGetsTheTargetSize) {
+  verify_all_backups();
+  ClaimPlan& first = op.claims[0];
+  first.labels["team"] = "payments";
+  first.source_deleted = true;
+  world.kube.mutate_raw(world.claim(first.claim), [](Json& pvc) {
+    pvc["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z";
+    pvc["metadata"]["finalizers"] = Json::array();
+  });
+  ASSERT_FALSE(world.kube.get_raw(world.claim(first.claim)));
+  at(Phase::Recreating);
+  EXPECT_TRUE(run(&recreate_step).is(StepOutcome::Kind::Waiting));
+  const auto created = world.kube.get_raw(world.claim(first.claim));
+  ASSERT_TRUE(created);
+  EXPECT_EQ((*created)["metadata"]["labels"]["team"], "payments");
+  EXPECT_EQ(*k8s::requested_storage(*created), *Quantity::parse("2Gi"));
+  EXPECT_EQ((*created)["spec"]["storageClassName"], "standard");
+  // The second call records the new uid instead of creating again.
+  EXPECT_TRUE(run(&recreate_step).is(StepOutcome::Kind::Waiting));
+  EXPECT_EQ(client_creates(first.claim), 1);
+  EXPECT_EQ(op.claims[0].recreated_uid, *k8s::uid(*created));
+}
+
+TEST_F(Steps, BackupIsNeverDeletedBeforeItsRestoreIsVerified) {
+  const std::string name = naming::backup_claim(op.claims[0].claim);
+  world.kube.put_raw(Kind::PersistentVolumeClaim,
+                     Json{{"metadata",
+                           {{"name", name},
+                            {"namespace", kNs},
+                            {"annotations", {{"stsresize.dev/operation", op.id}}}}},
+                          {"spec", {{"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+  at(Phase::CleaningUp);
+  const StepOutcome outcome = run(&cleanup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("never verified"), std::string::npos);
+  EXPECT_TRUE(world.kube.get_raw(world.claim(name)));
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, ScaleBackRefusesWhenASourceIsNoLongerIntact) {
+  op.claims[1].source_uid = "another-uid";
+  at(Phase::ScalingBack);
+  const StepOutcome outcome = run(&scale_back_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {
+  op.path = Path::Undecided;
+  op.claims.clear();
+  at(Phase::Planning);
+  EXPECT_TRUE(run(&plan_step).is(StepOutcome::Kind::Waiting));
+  ASSERT_EQ(journal->recorded.size(), 1u);
+  EXPECT_EQ(op.path, Path::Copy);
+  EXPECT_EQ(op.claims.size(), 6u);
+  const StepOutcome outcome = run(&plan_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done));
+  EXPECT_EQ(outcome.event, PhaseEvent::PlannedCopy);
+  EXPECT_EQ(journal->recorded.size(), 1u);
+}
+
+}  // namespace
+}  // namespace stsresize
