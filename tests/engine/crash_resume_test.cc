@@ -220,6 +220,14 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   }
   expect_outcome(world, *journal, watched, scenario,
                  fate == JournalFate::Lost && finished_before_crash);
+  if (fate == JournalFate::Lost && !finished_before_crash) {
+    // The new engine had only the annotation to go on, and said so in the journal.
+    auto operations = journal->operations();
+    ASSERT_TRUE(operations && operations->size() == 1u);
+    auto first = journal->read(operations->front().operation_id, 0);
+    ASSERT_TRUE(first && !first->empty());
+    EXPECT_EQ(first->front().type, "Resumed");
+  }
   journal.reset();
   std::filesystem::remove(path);
 }
