@@ -22,18 +22,6 @@ bool is_dns_name(const std::string& name, bool subdomain) {
       name, [&](char c) { return is_lower_alnum(c) || c == '-' || (subdomain && c == '.'); });
 }
 
-const Json& at_or_null(const Json& object, std::initializer_list<const char*> path) {
-  static const Json null_json;
-  const Json* node = &object;
-  for (const char* key : path) {
-    if (!node->is_object()) return null_json;
-    auto it = node->find(key);
-    if (it == node->end()) return null_json;
-    node = &*it;
-  }
-  return *node;
-}
-
 // Go's zero values: an absent field equals "", 0, false, an empty list or map.
 bool is_zero(const Json& value) {
   return value.is_null() || (value.is_string() && value.get<std::string>().empty()) ||
@@ -211,6 +199,18 @@ void apply_defaults(Kind kind, Json& object) {
 }
 
 }  // namespace
+
+const Json& at_or_null(const Json& object, std::initializer_list<const char*> path) {
+  static const Json null_json;
+  const Json* node = &object;
+  for (const char* key : path) {
+    if (!node->is_object()) return null_json;
+    auto it = node->find(key);
+    if (it == node->end()) return null_json;
+    node = &*it;
+  }
+  return *node;
+}
 
 std::string_view api_version_of(Kind kind) {
   switch (kind) {

@@ -5,6 +5,7 @@
 // pkg/apis/*/validation). Only a subset of validation is modelled: required fields, names,
 // and every immutability rule that matters for resizing volumes. Rules that need other
 // objects (admission: PVC resize against its StorageClass) live in FakeKubernetes.
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@
 namespace stsresize::fake {
 
 std::string_view api_version_of(Kind kind);  // "apps/v1", "v1", ...
+// The value at a path of object keys, or null when any step is missing or not an object.
+const Json& at_or_null(const Json& object, std::initializer_list<const char*> path);
 // "StatefulSet.apps", "PersistentVolumeClaim": how the API server names the kind in errors.
 std::string qualified_kind(Kind kind);
 // "statefulsets.apps", "persistentvolumeclaims": how it names the resource in other errors.

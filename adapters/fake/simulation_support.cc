@@ -7,15 +7,7 @@
 namespace stsresize::sim {
 
 const Json& at(const Json& object, std::initializer_list<const char*> path) {
-  static const Json null_json;
-  const Json* node = &object;
-  for (const char* key : path) {
-    if (!node->is_object()) return null_json;
-    auto it = node->find(key);
-    if (it == node->end()) return null_json;
-    node = &*it;
-  }
-  return *node;
+  return fake::at_or_null(object, path);
 }
 
 std::string text(const Json& object, std::initializer_list<const char*> path) {
