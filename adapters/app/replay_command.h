@@ -1,29 +1,43 @@
 #pragma once
-// `stsresize replay`: prints the timeline of the operations in a journal, replayed through the
-// same state machine the controller uses. Exit codes: 0 consistent, 1 an inconsistent journal
-// (a record the machine or fold refuses; the message names its sequence), 2 usage or I/O error.
-#include <iosfwd>
-#include <optional>
+// `stsresize replay`: reads a journal file (read-only), replays the selected operations
+// through the state machine (engine/replay.h) and prints their timeline as a table or JSON.
+// Exit codes (adapters/app/exit_codes.h): 0 consistent, 1 inconsistent, 2 usage error or
+// unreadable journal.
+#include <ostream>
 #include <string>
 
 #include "engine/ports/journal.h"
+#include "engine/replay.h"
 
-namespace stsresize {
+namespace CLI {
+class App;
+}
 
+namespace stsresize::cli {
+
+// Empty strings mean "not given". The `{}` let callers name only the fields they set.
 struct ReplayOptions {
-  std::string journal_path;
-  std::optional<std::string> operation_id;
+  std::string journal{};
+  std::string operation{};
+  std::string ns{};
+  std::string statefulset{};
+  std::string since{};          // RFC 3339, UTC ("2027-01-15T08:00:00Z"), inclusive
+  std::string until{};          // exclusive
   std::string output = "text";  // "text" or "json"
 };
 
-inline constexpr int kReplayConsistent = 0;
-inline constexpr int kReplayInconsistent = 1;
-inline constexpr int kReplayUsageError = 2;
+// Declares the subcommand, its flags and its help on `app`, filling `options` when parsed.
+CLI::App* add_replay_command(CLI::App& app, ReplayOptions& options);
 
-// Against any Journal (tests use MemoryJournal).
+// Runs it on options.journal, opened read-only: the report goes to `out`, errors to `err`;
+// returns the exit code.
+int run_replay(const ReplayOptions& options, std::ostream& out, std::ostream& err);
+// The same on any Journal (tests use MemoryJournal); options.journal only names it in messages.
 int run_replay(Journal& journal, const ReplayOptions& options, std::ostream& out,
                std::ostream& err);
-// Opens options.journal_path read-only with SqliteJournal, then run_replay.
-int run_replay_file(const ReplayOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace stsresize
+// The renderings, exposed for tests and tools.
+std::string render_replay_text(const Replay& replay);
+std::string render_replay_json(const Replay& replay);
+
+}  // namespace stsresize::cli

@@ -2,124 +2,296 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "adapters/app/replay_command.h"
-#include "adapters/journal/memory_journal.h"
-#include "adapters/journal/sqlite_journal.h"
 #include "states/machine.h"
 #include "tests/support/operation_samples.h"
+#include "tests/support/replay_samples.h"
 
 namespace stsresize {
 namespace {
 
 using testing::copy_path_journal;
 using testing::JournalBuilder;
+using testing::one_claim_copy;
+using testing::sample_claim;
 
-std::vector<JournalRecord> journal_with_refused_transition() {
+const TimePoint kStart{std::chrono::seconds{1'800'000'000}};
+
+// The builder stamps record n at kStart + n seconds.
+TimePoint at_sequence(std::int64_t sequence) {
+  return kStart + std::chrono::seconds{sequence};
+}
+
+std::vector<JournalRecord> concat(std::vector<JournalRecord> a,
+                                  const std::vector<JournalRecord>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::vector<std::int64_t> sequences(const Replay& r) {
+  std::vector<std::int64_t> out;
+  for (const TimelineRow& row : r.rows) out.push_back(row.sequence);
+  return out;
+}
+
+TEST(Replay, ConsistentJournalGivesOneRowPerRecordWithPhasesAndDetails) {
+  const auto records = one_claim_copy();
+  const Replay r = replay(records, PhaseMachine::rules());
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  ASSERT_EQ(r.rows.size(), records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(r.rows[i].sequence, static_cast<std::int64_t>(i) + 1);
+    EXPECT_EQ(r.rows[i].time, records[i].time);
+    EXPECT_EQ(r.rows[i].operation_id, "web-0123abcd");
+    EXPECT_EQ(r.rows[i].event_type, records[i].type);
+  }
+  EXPECT_EQ(r.rows[0], (TimelineRow{at_sequence(1), "web-0123abcd", 1, std::nullopt, Phase::Pending,
+                                    "OperationStarted", "template grew (3 replicas)"}));
+  EXPECT_EQ(r.rows[2].details, "Copy path, 1 claim: data-web-0 1Gi → 2Gi");
+  EXPECT_EQ(r.rows[4],
+            (TimelineRow{at_sequence(5), "web-0123abcd", 5, Phase::ScalingDown, Phase::BackingUp,
+                         "PhaseChanged", "ScalingDown → BackingUp (StepDone)"}));
+  EXPECT_EQ(r.rows[5].details, "create Job shop/data-web-0-stsresize-backup");
+  EXPECT_EQ(r.rows[6].details, "data-web-0: 1,204 files, 1.2 GiB, sha256 3f2a1b2c…");
+  EXPECT_EQ(r.rows[6].phase_before, Phase::BackingUp);
+  EXPECT_EQ(r.rows[6].phase_after, Phase::BackingUp);
+  EXPECT_EQ(r.rows[9].details, "data-web-0, uid uid-new");
+  EXPECT_EQ(r.rows[15].details, "Completed");
+
+  ASSERT_EQ(r.operations.size(), 1u);
+  const OperationOutcome& op = r.operations[0];
+  EXPECT_TRUE(op.consistent);
+  EXPECT_EQ(op.final_phase, Phase::Completed);
+  EXPECT_EQ(op.path, Path::Copy);
+  EXPECT_EQ(op.events, 16);
+  EXPECT_EQ(op.ns, "shop");
+  EXPECT_EQ(op.statefulset, "web");
+  EXPECT_EQ(op.duration(), std::chrono::seconds{15});
+}
+
+TEST(Replay, TransitionRefusedByTheMachineIsInconsistentAtExactlyThatSequence) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.add(events::OperationStarted{"grew", "sts-uid", 3});
   b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {testing::sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::Restoring, PhaseEvent::PlannedCopy);  // 3: no such row
+  b.to(Phase::Restoring, Phase::ScalingUp);
+  const auto& records = b.records();
+
+  const Replay r = replay(records, PhaseMachine::rules());
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->operation_id, "web-0123abcd");
+  EXPECT_EQ(r.inconsistency->sequence, 3);
+  EXPECT_EQ(r.inconsistency->record, records[2]);
+  EXPECT_NE(r.inconsistency->reason.find("Planning -> Restoring"), std::string::npos)
+      << r.inconsistency->reason;
+  EXPECT_NE(r.inconsistency->reason.find("refused by the state machine"), std::string::npos)
+      << r.inconsistency->reason;
+  EXPECT_EQ(sequences(r), (std::vector<std::int64_t>{1, 2}));
+  ASSERT_EQ(r.operations.size(), 1u);
+  EXPECT_FALSE(r.operations[0].consistent);
+  EXPECT_EQ(r.operations[0].final_phase, Phase::Planning);
+}
+
+TEST(Replay, PendingStraightToRestoringIsRefused) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Restoring, PhaseEvent::StepDone);
+
+  const Replay r = replay(b.records(), PhaseMachine::rules());
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->sequence, 2);
+  EXPECT_NE(r.inconsistency->reason.find("Pending -> Restoring"), std::string::npos)
+      << r.inconsistency->reason;
+}
+
+TEST(Replay, ResumedMoreThanOnePhaseAheadOfTheJournalIsInconsistent) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
   b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
-  b.to(Phase::ScalingDown, Phase::Recreating);  // skips BackingUp: refused
-  b.to(Phase::Recreating, Phase::Restoring);
-  return b.records();
+  auto folded = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(folded) << folded.error().message;
+  Operation snapshot = *folded;
+  snapshot.phase = Phase::Recreating;  // skips BackingUp
+  b.add(events::Resumed{snapshot});
+
+  const Replay r = replay(b.records(), PhaseMachine::rules());
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->sequence, 5);
+  EXPECT_EQ(r.inconsistency->record.type, "Resumed");
+  EXPECT_NE(r.inconsistency->reason.find("Resumed at phase Recreating"), std::string::npos)
+      << r.inconsistency->reason;
+  EXPECT_EQ(r.rows.size(), 4u);
 }
 
-TEST(Replay, TimelineShowsThePhaseAfterEveryEvent) {
-  const auto records = copy_path_journal(2);
-  const Timeline timeline = replay_operation(records, PhaseMachine::rules());
-  EXPECT_FALSE(timeline.inconsistency);
-  ASSERT_EQ(timeline.rows.size(), records.size());
-  EXPECT_EQ(timeline.rows.front().phase, Phase::Pending);
-  EXPECT_EQ(timeline.rows[1].phase, Phase::Planning);
-  EXPECT_EQ(timeline.rows[1].details, "Pending -> Planning (StartPlanning)");
-  EXPECT_EQ(timeline.rows.back().phase, Phase::Completed);
-  EXPECT_EQ(timeline.final_state->phase, Phase::Completed);
+TEST(Replay, ResumedAtTheJournalsPhaseIsConsistentAndShowsTheSnapshotPhase) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  auto folded = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(folded);
+  b.add(events::Resumed{*folded});
+
+  const Replay r = replay(b.records(), PhaseMachine::rules());
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[2].details, "from the annotation, at phase Planning");
+  EXPECT_EQ(r.rows[2].phase_after, Phase::Planning);
 }
 
-TEST(Replay, StopsAtTheFirstRefusedTransitionAndNamesIt) {
-  const Timeline timeline =
-      replay_operation(journal_with_refused_transition(), PhaseMachine::rules());
-  ASSERT_TRUE(timeline.inconsistency);
-  EXPECT_EQ(timeline.inconsistency->sequence, 5);
-  EXPECT_EQ(timeline.rows.size(), 5u);
-  EXPECT_FALSE(timeline.final_state);
-  EXPECT_NE(format_timeline_text({timeline}).find("INCONSISTENT at sequence 5"), std::string::npos);
+TEST(Replay, UndecodablePayloadIsInconsistentWithTheCodecsMessage) {
+  auto records = one_claim_copy();
+  records[6].data["summary"]["files"] = "many";
+
+  const Replay r = replay(records, PhaseMachine::rules());
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->sequence, 7);
+  EXPECT_NE(r.inconsistency->reason.find("files"), std::string::npos) << r.inconsistency->reason;
+  EXPECT_EQ(r.rows.size(), 6u);
 }
 
-TEST(ReplayCommand, ExitsZeroOnAConsistentJournalAndOneOnARefusedTransition) {
-  MemoryJournal good;
-  ASSERT_TRUE(good.append(copy_path_journal(2)));
-  std::ostringstream out, err;
-  EXPECT_EQ(run_replay(good, ReplayOptions{}, out, err), kReplayConsistent) << err.str();
-  EXPECT_NE(out.str().find("final phase Completed"), std::string::npos);
+TEST(Replay, SequenceGapIsInconsistent) {
+  auto records = one_claim_copy();
+  records.erase(records.begin() + 3);
 
-  MemoryJournal bad;
-  ASSERT_TRUE(bad.append(journal_with_refused_transition()));
-  std::ostringstream out2, err2;
-  EXPECT_EQ(run_replay(bad, ReplayOptions{}, out2, err2), kReplayInconsistent);
-  EXPECT_NE(err2.str().find("inconsistent at sequence 5"), std::string::npos) << err2.str();
-  EXPECT_NE(err2.str().find("ScalingDown -> Recreating"), std::string::npos) << err2.str();
+  const Replay r = replay(records, PhaseMachine::rules());
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->sequence, 5);
+  EXPECT_NE(r.inconsistency->reason.find("gap"), std::string::npos) << r.inconsistency->reason;
 }
 
-TEST(ReplayCommand, UnknownOperationAndBadFormatAreUsageErrors) {
-  MemoryJournal journal;
-  ASSERT_TRUE(journal.append(copy_path_journal(1)));
-  std::ostringstream out, err;
-  ReplayOptions unknown;
-  unknown.operation_id = "nope";
-  EXPECT_EQ(run_replay(journal, unknown, out, err), kReplayUsageError);
-  ReplayOptions yaml;
-  yaml.output = "yaml";
-  EXPECT_EQ(run_replay(journal, yaml, out, err), kReplayUsageError);
+std::vector<JournalRecord> two_operations() {
+  return concat(one_claim_copy(), one_claim_copy("db-89abcdef", "db", std::chrono::hours{1}));
 }
 
-TEST(ReplayCommand, JsonOutputCarriesTheTimelineAndTheVerdict) {
-  MemoryJournal journal;
-  ASSERT_TRUE(journal.append(journal_with_refused_transition()));
-  std::ostringstream out, err;
-  ReplayOptions options;
-  options.output = "json";
-  EXPECT_EQ(run_replay(journal, options, out, err), kReplayInconsistent);
-  const Json document = Json::parse(out.str());
-  ASSERT_EQ(document.size(), 1u);
-  EXPECT_EQ(document[0]["consistent"], false);
-  EXPECT_EQ(document[0]["inconsistency"]["sequence"], 5);
-  EXPECT_EQ(document[0]["timeline"].size(), 5u);
+TEST(Replay, SeveralOperationsAreReplayedInOrderOfFirstAppearance) {
+  const Replay r = replay(two_operations(), PhaseMachine::rules());
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  ASSERT_EQ(r.operations.size(), 2u);
+  EXPECT_EQ(r.operations[0].operation_id, "web-0123abcd");
+  EXPECT_EQ(r.operations[1].operation_id, "db-89abcdef");
+  EXPECT_EQ(r.rows.size(), 32u);
+  EXPECT_EQ(r.rows[16].operation_id, "db-89abcdef");
+  EXPECT_EQ(r.rows[16].sequence, 1);
 }
 
-// One smoke test of the real binary: exit codes through the process boundary.
-TEST(ReplayBinary, ExitCodesAreZeroOneAndTwo) {
-  const std::filesystem::path binary = std::filesystem::path{STSRESIZE_BINARY};
-  ASSERT_TRUE(std::filesystem::exists(binary)) << binary;
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("stsresize-replay-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto write = [&](const std::string& name, const std::vector<JournalRecord>& records) {
-    auto journal = SqliteJournal::open(dir / name);
-    EXPECT_TRUE(journal);
-    EXPECT_TRUE((*journal)->append(records));
-    return (dir / name).string();
-  };
-  const std::string good = write("good.db", copy_path_journal(2));
-  const std::string bad = write("bad.db", journal_with_refused_transition());
-  auto run = [&](const std::string& args) {
-    const std::string command = binary.string() + " " + args + " >/dev/null 2>&1";
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  };
-  EXPECT_EQ(run("replay --journal " + good), 0);
-  EXPECT_EQ(run("replay --journal " + bad), 1);
-  EXPECT_EQ(run("replay --journal " + (dir / "missing.db").string()), 2);
-  EXPECT_EQ(run("replay"), 2);
-  EXPECT_EQ(run("--help"), 0);
-  EXPECT_EQ(run("replay --help"), 0);
-  std::filesystem::remove_all(dir);
+TEST(Replay, InterleavedOperationsAreEachFoldedOnTheirOwn) {
+  const auto a = one_claim_copy();
+  auto b = one_claim_copy("db-89abcdef");
+  std::vector<JournalRecord> interleaved;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    interleaved.push_back(a[i]);
+    interleaved.push_back(b[i]);
+  }
+
+  const Replay r = replay(interleaved, PhaseMachine::rules());
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  ASSERT_EQ(r.operations.size(), 2u);
+  EXPECT_EQ(r.operations[0].final_phase, Phase::Completed);
+  EXPECT_EQ(r.operations[1].final_phase, Phase::Completed);
+  EXPECT_EQ(r.rows[16].operation_id, "db-89abcdef");
+}
+
+TEST(Replay, FilterByOperationIdKeepsOnlyThatOperation) {
+  const Replay r =
+      replay(two_operations(), PhaseMachine::rules(), ReplayFilter{.operation_id = "db-89abcdef"});
+
+  ASSERT_EQ(r.operations.size(), 1u);
+  EXPECT_EQ(r.operations[0].operation_id, "db-89abcdef");
+  ASSERT_EQ(r.rows.size(), 16u);
+  for (const TimelineRow& row : r.rows) EXPECT_EQ(row.operation_id, "db-89abcdef");
+}
+
+TEST(Replay, FilterByNamespaceAndStatefulSet) {
+  const auto records = two_operations();
+  const Replay web =
+      replay(records, PhaseMachine::rules(), ReplayFilter{.ns = "shop", .statefulset = "web"});
+  ASSERT_EQ(web.operations.size(), 1u);
+  EXPECT_EQ(web.operations[0].operation_id, "web-0123abcd");
+
+  const Replay other_ns = replay(records, PhaseMachine::rules(), ReplayFilter{.ns = "billing"});
+  EXPECT_TRUE(other_ns.operations.empty());
+  EXPECT_TRUE(other_ns.rows.empty());
+  EXPECT_TRUE(other_ns.consistent());
+}
+
+TEST(Replay, TimeWindowShowsOnlyItsRecordsButFoldsFromTheStart) {
+  const auto records = one_claim_copy();
+  // since inclusive, until exclusive: sequences 5..7.
+  const Replay r = replay(records, PhaseMachine::rules(),
+                          ReplayFilter{.since = at_sequence(5), .until = at_sequence(8)});
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  EXPECT_EQ(sequences(r), (std::vector<std::int64_t>{5, 6, 7}));
+  EXPECT_EQ(r.rows[0].phase_before, Phase::ScalingDown);
+  EXPECT_EQ(r.rows[0].phase_after, Phase::BackingUp);
+  ASSERT_EQ(r.operations.size(), 1u);
+  EXPECT_EQ(r.operations[0].events, 16);
+  EXPECT_EQ(r.operations[0].final_phase, Phase::Completed);
+}
+
+TEST(Replay, TimeWindowLeavesOutOperationsWithNothingInIt) {
+  const Replay r = replay(two_operations(), PhaseMachine::rules(),
+                          ReplayFilter{.since = kStart + std::chrono::minutes{30}});
+
+  ASSERT_EQ(r.operations.size(), 1u);
+  EXPECT_EQ(r.operations[0].operation_id, "db-89abcdef");
+}
+
+TEST(Replay, InconsistencyAfterTheTimeWindowIsStillReported) {
+  auto records = one_claim_copy();
+  records[12].data["to"] = "Completed";  // Restoring -> Completed on StepDone: no such row
+
+  const Replay r = replay(records, PhaseMachine::rules(), ReplayFilter{.until = at_sequence(3)});
+
+  EXPECT_EQ(sequences(r), (std::vector<std::int64_t>{1, 2}));
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->sequence, 13);
+}
+
+TEST(Replay, StopsAtTheFirstInconsistentOperation) {
+  auto records = two_operations();
+  records[1].data["to"] = "Restoring";  // web, sequence 2
+
+  const Replay r = replay(records, PhaseMachine::rules());
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->operation_id, "web-0123abcd");
+  EXPECT_EQ(r.inconsistency->sequence, 2);
+  ASSERT_EQ(r.operations.size(), 1u);
+  EXPECT_EQ(sequences(r), (std::vector<std::int64_t>{1}));
+}
+
+TEST(Replay, LargePlansAreAbbreviated) {
+  const auto records = copy_path_journal(6);
+  const Replay r = replay(records, PhaseMachine::rules());
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  EXPECT_EQ(r.rows[2].details,
+            "Copy path, 6 claims: data-web-0 1Gi → 2Gi, logs-web-0 1Gi → 2Gi, data-web-1 1Gi → "
+            "2Gi, … and 3 more");
+}
+
+TEST(TimelineDetails, StorageClassChangeAndFailuresAreSpelledOut) {
+  ClaimPlan claim = sample_claim("data", 0);
+  claim.to_class = "fast";
+  EXPECT_EQ(timeline_details(events::Planned{Path::Copy, {claim}}),
+            "Copy path, 1 claim: data-web-0 1Gi standard → 2Gi fast");
+  EXPECT_EQ(timeline_details(events::StepFailed{Phase::BackingUp, "copy job failed", true}),
+            "critical: copy job failed");
+  EXPECT_EQ(timeline_details(events::StepFailed{Phase::BackingUp, "conflict", false}),
+            "transient: conflict");
+  EXPECT_EQ(timeline_details(events::BackupVerified{"c", TreeSummary{2, 512, "ab"}}),
+            "c: 2 files, 512 B, sha256 ab");
 }
 
 }  // namespace

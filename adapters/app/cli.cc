@@ -1,0 +1,54 @@
+#include "adapters/app/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+
+#include "adapters/app/exit_codes.h"
+#include "adapters/app/replay_command.h"
+#include "adapters/app/version_command.h"
+
+namespace stsresize::cli {
+
+namespace {
+
+constexpr const char* kFooter =
+    "Run `stsresize <command> --help` for a command's flags and examples.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  replay: the journal is inconsistent\n"
+    "  2  usage error, or an input that cannot be read";
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "stsresize resizes the volumes of Kubernetes StatefulSets safely: scale down, "
+      "back up, recreate the claims, restore, scale up.",
+      "stsresize"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+
+  ReplayOptions replay_options;
+  CLI::App* replay = add_replay_command(app, replay_options);
+  CLI::App* version = add_version_command(app);
+
+  // CLI11 parses a reversed vector (it pops arguments off the back).
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help, out, err);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help, out, err);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error, out, err);
+    return kExitUsage;
+  }
+
+  if (replay->parsed()) return run_replay(replay_options, out, err);
+  if (version->parsed()) return run_version(out);
+  return kExitUsage;  // unreachable: require_subcommand(1)
+}
+
+}  // namespace stsresize::cli

@@ -1,0 +1,11 @@
+#pragma once
+// Exit codes of every stsresize subcommand, documented in `stsresize --help`.
+namespace stsresize::cli {
+
+inline constexpr int kExitOk = 0;
+// replay: the journal contradicts itself or the state machine.
+inline constexpr int kExitInconsistent = 1;
+// Bad flags or arguments, or an input that cannot be read (missing file, newer schema).
+inline constexpr int kExitUsage = 2;
+
+}  // namespace stsresize::cli

@@ -1,0 +1,101 @@
+// Smoke tests of the real executable: main() wires argv, stdout, stderr and the exit status to
+// the command line (adapters/app/cli.h), which the other tests drive in-process.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "adapters/journal/sqlite_journal.h"
+#include "tests/support/replay_samples.h"
+#include "tests/support/scratch_dir.h"
+
+#ifndef STSRESIZE_BINARY
+#error "STSRESIZE_BINARY must name the stsresize executable (tests/CMakeLists.txt)"
+#endif
+
+namespace stsresize {
+namespace {
+
+struct Process {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+Process run_binary(const std::string& arguments) {
+  const std::string command = std::string{"'"} + STSRESIZE_BINARY + "' " + arguments + " 2>&1";
+  Process result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  std::size_t read = 0;
+  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    result.output.append(buffer.data(), read);
+  }
+  const int status = ::pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TEST(StsresizeBinary, ReplaysAJournalFileAndExitsZero) {
+  testing_support::ScratchDir dir;
+  const auto path = dir.file("journal.db");
+  {
+    auto journal = SqliteJournal::open(path);
+    ASSERT_TRUE(journal) << journal.error().message;
+    ASSERT_TRUE((*journal)->append(testing::one_claim_copy()));
+  }
+
+  const Process result = run_binary("replay --journal '" + path.string() + "'");
+
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(result.output.rfind("TIME ", 0), 0u) << result.output;
+  EXPECT_NE(result.output.find("operation web-0123abcd (shop/web): Completed, 16 events"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(StsresizeBinary, InconsistentJournalExitsOneNamingTheSequence) {
+  testing_support::ScratchDir dir;
+  const auto path = dir.file("journal.db");
+  {
+    std::vector<JournalRecord> records = testing::one_claim_copy();
+    records[4].data["to"] = "Recreating";  // ScalingDown -> Recreating skips the backup
+    records.resize(5);
+    auto journal = SqliteJournal::open(path);
+    ASSERT_TRUE(journal) << journal.error().message;
+    ASSERT_TRUE((*journal)->append(records));
+  }
+
+  const Process result = run_binary("replay --journal '" + path.string() + "'");
+
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("operation web-0123abcd, sequence 5, event PhaseChanged"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(StsresizeBinary, MissingJournalExitsTwo) {
+  testing_support::ScratchDir dir;
+  const Process result = run_binary("replay --journal '" + dir.file("missing.db").string() + "'");
+
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_NE(result.output.find("cannot read journal"), std::string::npos) << result.output;
+}
+
+TEST(StsresizeBinary, HelpExitsZeroAndUsageErrorsExitTwo) {
+  const Process help = run_binary("--help");
+  EXPECT_EQ(help.status, 0) << help.output;
+  EXPECT_NE(help.output.find("replay"), std::string::npos) << help.output;
+
+  const Process replay_help = run_binary("replay --help");
+  EXPECT_EQ(replay_help.status, 0) << replay_help.output;
+  EXPECT_NE(replay_help.output.find("Exit codes:"), std::string::npos) << replay_help.output;
+
+  EXPECT_EQ(run_binary("replay").status, 2);
+  EXPECT_EQ(run_binary("").status, 2);
+}
+
+}  // namespace
+}  // namespace stsresize
