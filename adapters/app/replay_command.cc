@@ -16,14 +16,17 @@ namespace stsresize::cli {
 
 namespace {
 
-constexpr std::string_view kDescription =
-    "Replay a journal: read the events of the selected operations (read-only), check every one\n"
-    "against the resize state machine, and print the timeline with one summary line per\n"
-    "operation. Use it to see what the controller did and in which order, and to check that a\n"
-    "journal is consistent (sequences without gaps, every phase change one the machine allows,\n"
-    "no claim deleted before its backup was verified).";
+// The one line `stsresize --help` lists; CLI11 shows it atop `stsresize replay --help` too.
+constexpr std::string_view kSummary =
+    "Check a journal against the state machine and print its timeline";
 
 constexpr std::string_view kFooter =
+    "Replay reads the events of the selected operations (read-only), checks every one against\n"
+    "the resize state machine, and prints the timeline with one summary line per operation.\n"
+    "Use it to see what the controller did and in which order, and to check that a journal is\n"
+    "consistent: sequences without gaps, every phase change one the machine allows, progress\n"
+    "events in their phase, no claim deleted before its backup was verified.\n"
+    "\n"
     "Filters select operations (--operation, --namespace, --statefulset) and the records shown\n"
     "(--since inclusive, --until exclusive). An operation with a record in the window is checked\n"
     "from its first record to its last, whatever the window.\n"
@@ -160,10 +163,7 @@ std::expected<std::vector<JournalRecord>, std::string> read_selected_streams(
 }  // namespace
 
 CLI::App* add_replay_command(CLI::App& app, ReplayOptions& options) {
-  CLI::App* replay = app.add_subcommand("replay",
-                                        "Check a journal against the state machine and print its "
-                                        "timeline");
-  replay->description(std::string{kDescription});
+  CLI::App* replay = app.add_subcommand("replay", std::string{kSummary});
   replay->footer(std::string{kFooter});
   replay->add_option("--journal", options.journal, "Journal file (SQLite), opened read-only")
       ->required()
