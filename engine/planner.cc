@@ -65,6 +65,12 @@ std::expected<std::optional<ResizePlan>, std::string> plan_resize(
       auto found = claims_by_name.find(claim_name);
       if (found == claims_by_name.end()) continue;  // the controller creates it at the new size
       const Json& pvc = *found->second;
+      // Whoever deleted it chose to drop its data; once its Pod lets go, the StatefulSet
+      // controller recreates it from the template, at the new size. A copy Job could not even
+      // mount it.
+      auto deleting = k8s::is_being_deleted(pvc);
+      if (!deleting) return std::unexpected(deleting.error());
+      if (*deleting) continue;
       auto requested = k8s::requested_storage(pvc);
       if (!requested) return std::unexpected(requested.error());
       if (*requested == *tmpl.storage) continue;

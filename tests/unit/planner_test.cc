@@ -383,5 +383,27 @@ TEST(Planner, RefusesAMalformedStatefulSet) {
   }
 }
 
+TEST(Planner, SkipsAClaimThatIsBeingDeleted) {
+  // A terminating claim is held only by the pvc-protection finalizer until its Pod goes; then
+  // the StatefulSet controller recreates it from the template, already at the new size. Resizing
+  // it would act on a volume someone chose to delete: a copy Job's Pod cannot even mount it.
+  const Json sts = statefulset("web", 2, {{"data", "2Gi", "standard"}});
+  Json terminating = bound_claim("data-web-1", "1Gi");
+  terminating["metadata"]["deletionTimestamp"] = "2026-11-23T07:40:00Z";
+  terminating["metadata"]["deletionGracePeriodSeconds"] = 0;
+  const ResizePlan plan = plan_of(sts, {bound_claim("data-web-0", "1Gi"), terminating});
+  EXPECT_EQ(names(plan), Names{"data-web-0"});
+}
+
+TEST(Planner, NeitherPlansNorRefusesAClaimThatIsBeingDeleted) {
+  // Larger than the template: were it live, this would be a shrink and refused.
+  const Json sts = statefulset("web", 1, {{"data", "2Gi", "fixed"}});
+  Json terminating = bound_claim("data-web-0", "3Gi", "fixed");
+  terminating["metadata"]["deletionTimestamp"] = "2026-11-23T07:40:00Z";
+  auto result = plan_resize(sts, {terminating}, classes());
+  ASSERT_TRUE(result.has_value()) << result.error();
+  EXPECT_FALSE(result->has_value());
+}
+
 }  // namespace
 }  // namespace stsresize
