@@ -4,15 +4,24 @@ namespace stsresize {
 
 std::string_view to_string(Kind kind) {
   switch (kind) {
-    case Kind::StatefulSet: return "StatefulSet";
-    case Kind::PersistentVolumeClaim: return "PersistentVolumeClaim";
-    case Kind::PersistentVolume: return "PersistentVolume";
-    case Kind::Job: return "Job";
-    case Kind::Pod: return "Pod";
-    case Kind::StorageClass: return "StorageClass";
-    case Kind::Event: return "Event";
-    case Kind::ConfigMap: return "ConfigMap";
-    case Kind::Lease: return "Lease";
+    case Kind::StatefulSet:
+      return "StatefulSet";
+    case Kind::PersistentVolumeClaim:
+      return "PersistentVolumeClaim";
+    case Kind::PersistentVolume:
+      return "PersistentVolume";
+    case Kind::Job:
+      return "Job";
+    case Kind::Pod:
+      return "Pod";
+    case Kind::StorageClass:
+      return "StorageClass";
+    case Kind::Event:
+      return "Event";
+    case Kind::ConfigMap:
+      return "ConfigMap";
+    case Kind::Lease:
+      return "Lease";
   }
   return "Unknown";
 }
@@ -36,17 +45,28 @@ ObjectRef ref_of(Kind kind, const Json& object) {
 
 std::string_view to_string(KubeErrorCode code) {
   switch (code) {
-    case KubeErrorCode::NotFound: return "NotFound";
-    case KubeErrorCode::AlreadyExists: return "AlreadyExists";
-    case KubeErrorCode::Conflict: return "Conflict";
-    case KubeErrorCode::Gone: return "Gone";
-    case KubeErrorCode::Invalid: return "Invalid";
-    case KubeErrorCode::BadRequest: return "BadRequest";
-    case KubeErrorCode::Unauthorized: return "Unauthorized";
-    case KubeErrorCode::Forbidden: return "Forbidden";
-    case KubeErrorCode::TooManyRequests: return "TooManyRequests";
-    case KubeErrorCode::ServerError: return "ServerError";
-    case KubeErrorCode::Unreachable: return "Unreachable";
+    case KubeErrorCode::NotFound:
+      return "NotFound";
+    case KubeErrorCode::AlreadyExists:
+      return "AlreadyExists";
+    case KubeErrorCode::Conflict:
+      return "Conflict";
+    case KubeErrorCode::Gone:
+      return "Gone";
+    case KubeErrorCode::Invalid:
+      return "Invalid";
+    case KubeErrorCode::BadRequest:
+      return "BadRequest";
+    case KubeErrorCode::Unauthorized:
+      return "Unauthorized";
+    case KubeErrorCode::Forbidden:
+      return "Forbidden";
+    case KubeErrorCode::TooManyRequests:
+      return "TooManyRequests";
+    case KubeErrorCode::ServerError:
+      return "ServerError";
+    case KubeErrorCode::Unreachable:
+      return "Unreachable";
   }
   return "Unknown";
 }

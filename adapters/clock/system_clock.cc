@@ -2,6 +2,8 @@
 
 namespace stsresize {
 
-TimePoint SystemClock::now() const { return std::chrono::system_clock::now(); }
+TimePoint SystemClock::now() const {
+  return std::chrono::system_clock::now();
+}
 
 }  // namespace stsresize

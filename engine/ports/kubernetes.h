@@ -45,7 +45,7 @@ ObjectRef ref_of(Kind kind, const Json& object);
 struct ListOptions {
   std::string label_selector;  // e.g. "app=web,stsresize.dev/operation"
   std::string field_selector;
-  std::int64_t limit = 0;      // 0: no paging requested
+  std::int64_t limit = 0;  // 0: no paging requested
   std::string continue_token;
 };
 
