@@ -128,7 +128,8 @@ std::expected<std::optional<ResizePlan>, std::string> plan_resize(
     if (!plan.trigger.empty()) plan.trigger += ", ";
     plan.trigger += tmpl + " " + change;
   }
-  plan.trigger += " (" + std::to_string(plan.claims.size()) + " claims)";
+  plan.trigger += " (" + std::to_string(plan.claims.size()) +
+                  (plan.claims.size() == 1 ? " claim)" : " claims)");
   return plan;
 }
 

@@ -158,7 +158,7 @@ TEST(Planner, PlansOnlyClaimsSmallerThanTheirTemplate) {
   EXPECT_EQ(claim.labels, (std::map<std::string, std::string>{{"app", "web"}, {"tier", "cache"}}));
   EXPECT_EQ(claim.access_modes, Names{"ReadWriteOnce"});
   EXPECT_EQ(claim.volume_mode, "Filesystem");
-  EXPECT_EQ(plan.trigger, "data 1Gi -> 2Gi (1 claims)");
+  EXPECT_EQ(plan.trigger, "data 1Gi -> 2Gi (1 claim)");
 }
 
 TEST(Planner, ComparesTheRequestNotTheReportedCapacity) {
