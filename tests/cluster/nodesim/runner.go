@@ -486,15 +486,10 @@ func reapOrphans() {
 		if err != nil || children[pid] {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		f, ok := procStatFields(e.Name())
+		if !ok {
 			continue
 		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
 		if len(f) >= 2 && f[0] == "Z" && f[1] == self {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
@@ -578,16 +573,10 @@ func groupMembers(pgid int) []procInfo {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		f, ok := procStatFields(e.Name())
+		if !ok {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may contain spaces.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
 		if len(f) < 3 || f[0] == "Z" {
 			continue
 		}
@@ -673,4 +662,18 @@ func readCapped(name string, off int64, n int) ([]byte, error) {
 		return nil, err
 	}
 	return nil, nil
+}
+
+// procStatFields returns the fields of /proc/<pid>/stat after "(comm)": state, ppid, pgrp, ...
+// comm may contain spaces and parentheses, so the split starts after the last ')'.
+func procStatFields(pid string) ([]string, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(string(b[i+1:])), true
 }
