@@ -1,0 +1,83 @@
+#include "adapters/metrics/metrics.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <sstream>
+
+namespace stsresize {
+namespace {
+
+// The value of the first sample line starting with `series` (name and labels as exposed).
+std::optional<double> sample(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return std::nullopt;
+}
+
+TEST(ControllerMetrics_Counts, ReconcilesByResultAndRequestsByVerbAndCode) {
+  ControllerMetrics metrics;
+  metrics.reconciled("idle", std::chrono::milliseconds{2});
+  metrics.reconciled("idle", std::chrono::milliseconds{3});
+  metrics.reconciled("retry", std::chrono::milliseconds{40});
+  metrics.api_request("get", 200, std::chrono::milliseconds{4});
+  metrics.api_request("update", 409, std::chrono::milliseconds{9});
+  metrics.api_request("get", 0, std::chrono::milliseconds{5000});
+  const std::string text = metrics.scrape();
+  EXPECT_EQ(sample(text, R"(stsresize_reconciles_total{result="idle"})"), 2);
+  EXPECT_EQ(sample(text, R"(stsresize_reconciles_total{result="retry"})"), 1);
+  EXPECT_EQ(sample(text, R"(stsresize_api_requests_total{code="409",verb="update"})"), 1);
+  EXPECT_EQ(sample(text, R"(stsresize_api_requests_total{code="0",verb="get"})"), 1);
+  EXPECT_EQ(sample(text, R"(stsresize_reconcile_duration_seconds_count)"), 3);
+  EXPECT_EQ(sample(text, R"(stsresize_api_request_duration_seconds_count{verb="get"})"), 2);
+  EXPECT_EQ(sample(text, R"(stsresize_api_request_duration_seconds_bucket{verb="get",le="0.005"})"),
+            1);
+  EXPECT_NE(text.find("# TYPE stsresize_reconciles_total counter"), std::string::npos);
+}
+
+TEST(ControllerMetrics_Sampled, ReadAtEveryScrapeFromTheirSource) {
+  ControllerMetrics metrics;
+  int depth = 3;
+  metrics.add_sampled("stsresize_workqueue_depth", "Keys waiting.", MetricType::Gauge, [&] {
+    return std::vector<MetricSample>{{{}, static_cast<double>(depth)}};
+  });
+  metrics.add_sampled(
+      "stsresize_watch_restarts_total", "Watches restarted.", MetricType::Counter, [] {
+        return std::vector<MetricSample>{{{{"kind", "StatefulSet"}}, 4}, {{{"kind", "Pod"}}, 1}};
+      });
+  EXPECT_EQ(sample(metrics.scrape(), "stsresize_workqueue_depth"), 3);
+  depth = 7;
+  const std::string text = metrics.scrape();
+  EXPECT_EQ(sample(text, "stsresize_workqueue_depth"), 7);
+  EXPECT_EQ(sample(text, R"(stsresize_watch_restarts_total{kind="StatefulSet"})"), 4);
+  EXPECT_NE(text.find("# TYPE stsresize_watch_restarts_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE stsresize_workqueue_depth gauge"), std::string::npos);
+}
+
+TEST(ControllerMetrics_Process, CpuMemoryAndFdsOfThisProcess) {
+  ControllerMetrics metrics;
+  add_process_metrics(metrics);
+  const std::string text = metrics.scrape();
+  auto rss = sample(text, "process_resident_memory_bytes");
+  ASSERT_TRUE(rss);
+  EXPECT_GT(*rss, 1024 * 1024);  // a gtest binary is more than a megabyte resident
+  auto fds = sample(text, "process_open_fds");
+  ASSERT_TRUE(fds);
+  EXPECT_GE(*fds, 3);
+  auto start = sample(text, "process_start_time_seconds");
+  ASSERT_TRUE(start);
+  EXPECT_GT(*start, 1.7e9);  // after 2023
+  ASSERT_TRUE(sample(text, "process_cpu_seconds_total"));
+}
+
+TEST(ReadProcessStats, AnotherProcessAndAMissingOne) {
+  auto self = read_process_stats(static_cast<int>(getpid()));
+  ASSERT_TRUE(self);
+  EXPECT_GT(self->resident_bytes, 0);
+  EXPECT_FALSE(read_process_stats(999'999'999));
+}
+
+}  // namespace
+}  // namespace stsresize
