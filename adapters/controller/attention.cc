@@ -1,0 +1,55 @@
+#include "adapters/controller/attention.h"
+
+#include <functional>
+
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/planner.h"
+
+namespace stsresize {
+
+namespace {
+// The explicit request annotation (issue #5); kept here until the engine names it.
+constexpr std::string_view kResizeRequestAnnotation = "stsresize.dev/resize";
+}  // namespace
+
+std::string_view to_string(Attention attention) {
+  switch (attention) {
+    case Attention::None:
+      return "none";
+    case Attention::Operation:
+      return "operation";
+    case Attention::Request:
+      return "request";
+    case Attention::Detected:
+      return "detected";
+    case Attention::Invalid:
+      return "invalid";
+  }
+  return "unknown";
+}
+
+Attention needs_attention(const Json& statefulset, const std::vector<Json>& claims_in_namespace,
+                          const std::vector<Json>& storage_classes) {
+  auto operation = read_operation(statefulset);
+  if (!operation) return Attention::Invalid;
+  if (operation->has_value()) {
+    return is_terminal((*operation)->phase) ? Attention::None : Attention::Operation;
+  }
+  if (is_marked_failed(statefulset)) return Attention::None;
+  auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
+  if (request && request->has_value()) return Attention::Request;
+  auto plan = plan_resize(statefulset, claims_in_namespace, storage_classes);
+  if (!plan || plan->has_value()) return Attention::Detected;
+  return Attention::None;
+}
+
+std::size_t refusal_fingerprint(const Json& statefulset) {
+  const Json& metadata = statefulset.value("metadata", Json::object());
+  Json relevant = {{"spec", statefulset.value("spec", Json::object())},
+                   {"labels", metadata.value("labels", Json::object())},
+                   {"annotations", metadata.value("annotations", Json::object())}};
+  return std::hash<std::string>{}(relevant.dump());
+}
+
+}  // namespace stsresize

@@ -1,0 +1,93 @@
+#include "adapters/controller/attention.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/k8s_objects.h"
+#include "states/reconciler.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using testing::ResizeWorld;
+
+Attention attention_of(const ResizeWorld& world) {
+  return needs_attention(world.live_sts(),
+                         world.kube.list_raw(Kind::PersistentVolumeClaim, testing::kNs),
+                         world.kube.list_raw(Kind::StorageClass));
+}
+
+void set_annotation(ResizeWorld& world, std::string_view key, std::string_view value) {
+  world.kube.mutate_raw(world.sts(),
+                        [&](Json& sts) { ASSERT_TRUE(k8s::set_annotation(sts, key, value)); });
+}
+
+TEST(Attention, IdleStatefulSetWithClaimsAsLargeAsTheirTemplatesIsLeftAlone) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, /*to_size=*/"1Gi");
+  EXPECT_EQ(attention_of(world), Attention::None);
+}
+
+TEST(Attention, TemplatesLargerThanClaimsAreDetected) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false, "2Gi");
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+}
+
+TEST(Attention, AShrinkIsDetectedSoThatTheRefusalIsReported) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "512Mi");
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+}
+
+TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "2Gi");
+  MemoryJournal journal;
+  Reconciler reconciler(world.kube, journal, world.clock, world.events);
+  auto first = reconciler.reconcile(testing::kNs, testing::kSts);
+  ASSERT_TRUE(first.is(ReconcileResult::Kind::RequeueAfter)) << first.message;
+  EXPECT_EQ(attention_of(world), Attention::Operation);
+  for (int i = 0; i < 60; ++i) {
+    world.settle(2);
+    if (reconciler.reconcile(testing::kNs, testing::kSts).is(ReconcileResult::Kind::Idle)) break;
+  }
+  EXPECT_EQ(attention_of(world), Attention::None);
+}
+
+TEST(Attention, AnExplicitRequestAndAnUnreadableStateAreBothReconciled) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "1Gi");
+  set_annotation(world, "stsresize.dev/resize", R"({"data":{"storage":"5Gi"}})");
+  EXPECT_EQ(attention_of(world), Attention::Request);
+  set_annotation(world, kStateAnnotation, "{not json");
+  EXPECT_EQ(attention_of(world), Attention::Invalid);
+}
+
+TEST(Attention, AFailedStatefulSetIsNeverResizedAgain) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false, "2Gi");
+  world.kube.mutate_raw(world.sts(),
+                        [](Json& sts) { ASSERT_TRUE(k8s::set_label(sts, kFailedLabel, "true")); });
+  EXPECT_EQ(attention_of(world), Attention::None);
+}
+
+TEST(RefusalFingerprint, IgnoresStatusButNotSpecLabelsOrAnnotations) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "512Mi");
+  const Json before = world.live_sts();
+  Json status_changed = before;
+  status_changed["status"]["readyReplicas"] = 1;
+  status_changed["metadata"]["resourceVersion"] = "999999";
+  EXPECT_EQ(refusal_fingerprint(status_changed), refusal_fingerprint(before));
+  Json spec_changed = before;
+  spec_changed["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] =
+      "2Gi";
+  EXPECT_NE(refusal_fingerprint(spec_changed), refusal_fingerprint(before));
+  Json annotated = before;
+  annotated["metadata"]["annotations"]["note"] = "x";
+  EXPECT_NE(refusal_fingerprint(annotated), refusal_fingerprint(before));
+}
+
+}  // namespace
+}  // namespace stsresize
