@@ -91,7 +91,8 @@ free_port() {
 counter_sum() { awk -v m="$1" '$1 ~ "^"m"([{]|$)" { s += $NF } END { printf "%.0f\n", s }'; }
 proc_cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
 
-if ! "$stsresize" run --help >/dev/null 2>&1; then
+# (An unknown subcommand with --help prints the top-level help and exits 0: look for a run flag.)
+if ! "$stsresize" run --help 2>/dev/null | grep -q -- '--health-probe-bind-address'; then
   echo "==> '$stsresize run' does not exist yet: only the population was measured" >&2
 else
   metrics_port=$(free_port) health_port=$(free_port)
