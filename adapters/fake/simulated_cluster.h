@@ -24,7 +24,9 @@
 //    first (an existing claim is never updated; a deleting one blocks its pod); OrderedReady
 //    creates one pod per tick and only after the previous is Ready, scales down from the
 //    highest ordinal one per tick; Parallel does all at once; RollingUpdate replaces pods of
-//    an old template revision highest ordinal first, once all are Ready; status as the real
+//    an old template revision highest ordinal first, once all are Ready; adopts pods
+//    "<sts>-<i>" that match its selector and have no controller (left by a delete with
+//    propagation Orphan), as the real controller does; status as the real
 //    controller reports it (observedGeneration, replicas, ready/current/updated/available,
 //    revisions).
 // Not simulated: scheduling and nodes (pods need no node), WaitForFirstConsumer (binding is
@@ -103,6 +105,7 @@ class SimulatedCluster {
   void sync_job(const Json& job);
   void sync_statefulsets();
   void sync_statefulset(const Json& statefulset);
+  void adopt_orphans(const Json& statefulset);
   bool ensure_claims(const Json& statefulset, int ordinal);
   std::optional<std::string> bound_volume(const std::string& ns, const std::string& claim) const;
 

@@ -229,8 +229,39 @@ bool SimulatedCluster::ensure_claims(const Json& statefulset, int ordinal) {
   return true;
 }
 
+// Like the real controller's ControllerRefManager: a pod named "<set>-<ordinal>" that matches
+// the selector and has no controller (its StatefulSet was deleted with propagation Orphan) is
+// adopted, so a StatefulSet created again with the same selector takes its pods over instead of
+// replacing them.
+void SimulatedCluster::adopt_orphans(const Json& statefulset) {
+  const std::string set_name = sim::text(statefulset, {"metadata", "name"});
+  const Json& selector = sim::at(statefulset, {"spec", "selector", "matchLabels"});
+  if (!selector.is_object() || selector.empty()) return;
+  for (Json& pod : kube_.list_raw(Kind::Pod, sim::text(statefulset, {"metadata", "namespace"}))) {
+    if (sim::is_deleting(pod) || !ordinal_of(sim::text(pod, {"metadata", "name"}), set_name)) {
+      continue;
+    }
+    const Json& owners = sim::at(pod, {"metadata", "ownerReferences"});
+    const bool controlled = owners.is_array() && std::ranges::any_of(owners, [](const Json& o) {
+                              return o.value("controller", false);
+                            });
+    const Json& labels = sim::at(pod, {"metadata", "labels"});
+    bool matches = labels.is_object();
+    for (const auto& [key, value] : selector.items()) {
+      matches = matches && labels.value(key, Json()) == value;
+    }
+    if (controlled || !matches) continue;
+    Json adopted = pod;
+    if (!owners.is_array()) adopted["metadata"]["ownerReferences"] = Json::array();
+    adopted["metadata"]["ownerReferences"].push_back(
+        sim::controller_reference(Kind::StatefulSet, statefulset));
+    (void)kube_.system().update(Kind::Pod, adopted);
+  }
+}
+
 void SimulatedCluster::sync_statefulset(const Json& statefulset) {
   if (sim::is_deleting(statefulset)) return;
+  adopt_orphans(statefulset);
   const std::string set_name = sim::text(statefulset, {"metadata", "name"});
   const std::string ns = sim::text(statefulset, {"metadata", "namespace"});
   const Json& spec = sim::at(statefulset, {"spec"});
