@@ -48,7 +48,13 @@ std::expected<std::optional<Operation>, std::string> read_operation(const Json& 
   const std::string ns = metadata_string(statefulset, "namespace");
   const std::string name = metadata_string(statefulset, "name");
   const std::string uid = metadata_string(statefulset, "uid");
-  if (operation->ns != ns || operation->statefulset != name || operation->sts_uid != uid) {
+  // While an explicit request re-creates the StatefulSet, the new object carries the state
+  // written into its definition, which still names the old uid until StatefulSetRecreated.
+  const bool recreated_object = operation->phase == Phase::UpdatingTemplate &&
+                                !operation->template_changes.empty() &&
+                                !operation->statefulset_recreated;
+  if (operation->ns != ns || operation->statefulset != name ||
+      (operation->sts_uid != uid && !recreated_object)) {
     return std::unexpected("annotation " + std::string{kStateAnnotation} + " describes " +
                            operation->ns + "/" + operation->statefulset + " (uid " +
                            operation->sts_uid + "), not this StatefulSet " + ns + "/" + name +

@@ -3,6 +3,8 @@
 //   stsresize.dev/state           versioned JSON of the Operation (engine/operation_codec.h)
 //   stsresize.dev/phase           phase name for humans (`kubectl get sts -L`); never read back
 //   stsresize.dev/last-operation  short summary left when an operation completed
+//   stsresize.dev/resize          an explicit request, written by the user (resize_request.h)
+//   stsresize.dev/resize-status   why stsresize refused that request
 //   label stsresize.dev/failed    "true" once an operation failed: never resized again
 //                                 automatically until a person removes it
 // A crashed or rescheduled controller rebuilds every operation from these alone.
@@ -28,6 +30,8 @@ std::expected<Operation, std::string> decode_state_annotation(std::string_view t
 
 // The operation recorded on a StatefulSet; nullopt when none is. Also refuses a state that
 // names another StatefulSet (namespace, name or uid differ: e.g. the set was re-created).
+// One exception: in UpdatingTemplate, before StatefulSetRecreated, the uid may differ — that
+// object is the one stsresize re-created from the stored definition (it carries the state).
 std::expected<std::optional<Operation>, std::string> read_operation(const Json& statefulset);
 
 // A copy of `statefulset` whose stsresize annotations and label describe `operation`; every

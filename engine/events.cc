@@ -47,6 +47,25 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
     }
     e.original_replicas = static_cast<std::int32_t>(replicas);
     event = e;
+  } else if (type == "TemplateUpdateRequested") {
+    TemplateUpdateRequested e;
+    const Json& changes = in.array("changes");
+    if (in.ok()) {
+      auto decoded = decode_template_changes(changes, in.where() + ".changes");
+      if (!decoded) {
+        in.fail(decoded.error());
+      } else {
+        e.changes = std::move(*decoded);
+      }
+    }
+    event = e;
+  } else if (type == "DefinitionSaved") {
+    DefinitionSaved e;
+    e.config_map = in.string("configMap");
+    e.definition = in.object("definition");
+    event = e;
+  } else if (type == "StatefulSetRecreated") {
+    event = StatefulSetRecreated{in.string("uid")};
   } else if (type == "Planned") {
     Planned e;
     e.path = read_enum(in, "path", &parse_path, Path::Undecided);
@@ -121,6 +140,9 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
 std::string_view event_type(const Event& event) {
   return std::visit(Overloaded{
                         [](const OperationStarted&) { return "OperationStarted"; },
+                        [](const TemplateUpdateRequested&) { return "TemplateUpdateRequested"; },
+                        [](const DefinitionSaved&) { return "DefinitionSaved"; },
+                        [](const StatefulSetRecreated&) { return "StatefulSetRecreated"; },
                         [](const Planned&) { return "Planned"; },
                         [](const PhaseChanged&) { return "PhaseChanged"; },
                         [](const ActionIntended&) { return "ActionIntended"; },
@@ -143,6 +165,15 @@ Json encode_event_data(const Event& event) {
             return Json{{"trigger", e.trigger},
                         {"stsUid", e.sts_uid},
                         {"originalReplicas", e.original_replicas}};
+          },
+          [](const TemplateUpdateRequested& e) {
+            return Json{{"changes", encode_template_changes(e.changes)}};
+          },
+          [](const DefinitionSaved& e) {
+            return Json{{"configMap", e.config_map}, {"definition", e.definition}};
+          },
+          [](const StatefulSetRecreated& e) {
+            return Json{{"uid", e.uid}};
           },
           [](const Planned& e) {
             Json claims = Json::array();
@@ -221,6 +252,20 @@ std::string describe(const Event& event) {
           [](const OperationStarted& e) {
             return e.trigger + " (replicas " + std::to_string(e.original_replicas) + ")";
           },
+          [](const TemplateUpdateRequested& e) {
+            std::string out;
+            for (const TemplateChange& c : e.changes) {
+              if (!out.empty()) out += ", ";
+              out += c.template_name + ":";
+              if (c.storage) out += " storage " + c.storage->to_string();
+              if (!c.storage_class.empty()) out += " class " + c.storage_class;
+            }
+            return out;
+          },
+          [](const DefinitionSaved& e) {
+            return "new StatefulSet definition for ConfigMap " + e.config_map;
+          },
+          [](const StatefulSetRecreated& e) { return "new uid " + e.uid; },
           [](const Planned& e) {
             std::string out = std::string{to_string(e.path)} + " path:";
             for (const ClaimPlan& c : e.claims) {
@@ -321,6 +366,38 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
       Overloaded{
           [&](const OperationStarted&) -> Result {
             return std::unexpected("OperationStarted in the middle of an operation");
+          },
+          [&](const TemplateUpdateRequested& e) -> Result {
+            if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
+            if (!op.template_changes.empty()) {
+              return std::unexpected("TemplateUpdateRequested twice");
+            }
+            if (e.changes.empty())
+              return std::unexpected("TemplateUpdateRequested without changes");
+            op.template_changes = e.changes;
+            return {};
+          },
+          [&](const DefinitionSaved& e) -> Result {
+            if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
+            if (op.template_changes.empty() || op.statefulset_recreated) {
+              return std::unexpected("DefinitionSaved without a pending template update");
+            }
+            if (e.config_map.empty() || !e.definition.is_object()) {
+              return std::unexpected("DefinitionSaved without a ConfigMap or a definition");
+            }
+            return {};
+          },
+          [&](const StatefulSetRecreated& e) -> Result {
+            if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
+            if (op.template_changes.empty() || op.statefulset_recreated) {
+              return std::unexpected("StatefulSetRecreated without a pending template update");
+            }
+            if (e.uid.empty() || e.uid == op.sts_uid) {
+              return std::unexpected("StatefulSetRecreated needs the new object's uid");
+            }
+            op.sts_uid = e.uid;
+            op.statefulset_recreated = true;
+            return {};
           },
           [&](const Planned& e) -> Result {
             if (auto ok = in_phase(Phase::Planning); !ok) return ok;

@@ -25,6 +25,25 @@ struct OperationStarted {
   std::int32_t original_replicas = 0;
   friend bool operator==(const OperationStarted&, const OperationStarted&) = default;
 };
+// Explicit request (engine/resize_request.h): the validated template changes, journaled with
+// the start of the operation.
+struct TemplateUpdateRequested {
+  std::vector<TemplateChange> changes;
+  friend bool operator==(const TemplateUpdateRequested&, const TemplateUpdateRequested&) = default;
+};
+// The complete new StatefulSet (what will be created after the delete), journaled before it is
+// written to the ConfigMap `config_map` and before the old object is deleted. Changes nothing
+// in the operation: it is the journal's copy of the definition.
+struct DefinitionSaved {
+  std::string config_map;
+  Json definition;
+  friend bool operator==(const DefinitionSaved&, const DefinitionSaved&) = default;
+};
+// The StatefulSet was re-created from the definition: the operation follows the new object.
+struct StatefulSetRecreated {
+  std::string uid;
+  friend bool operator==(const StatefulSetRecreated&, const StatefulSetRecreated&) = default;
+};
 struct Planned {
   Path path = Path::Undecided;
   std::vector<ClaimPlan> claims;
@@ -86,10 +105,12 @@ struct OperationFinished {
 
 }  // namespace events
 
-using Event = std::variant<events::OperationStarted, events::Planned, events::PhaseChanged,
-                           events::ActionIntended, events::BackupVerified, events::SourceDeleted,
-                           events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
-                           events::StepFailed, events::Resumed, events::OperationFinished>;
+using Event =
+    std::variant<events::OperationStarted, events::TemplateUpdateRequested, events::DefinitionSaved,
+                 events::StatefulSetRecreated, events::Planned, events::PhaseChanged,
+                 events::ActionIntended, events::BackupVerified, events::SourceDeleted,
+                 events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
+                 events::StepFailed, events::Resumed, events::OperationFinished>;
 
 // "PhaseChanged", ... — the JournalRecord type.
 std::string_view event_type(const Event& event);

@@ -97,4 +97,8 @@ std::string restore_job(std::string_view source_claim) {
   return bounded(std::string{source_claim} + "-stsresize-restore");
 }
 
+std::string definition_config_map(std::string_view sts) {
+  return bounded("stsresize-" + std::string{sts} + "-definition");
+}
+
 }  // namespace stsresize::naming

@@ -22,6 +22,10 @@ std::string backup_claim(std::string_view source_claim);
 std::string backup_job(std::string_view source_claim);
 std::string restore_job(std::string_view source_claim);
 
+// The ConfigMap that keeps a StatefulSet's definition while an explicit request re-creates it:
+// bounded(stsresize-<sts>-definition).
+std::string definition_config_map(std::string_view sts);
+
 // A label value (at most 63 characters of [A-Za-z0-9-_.], alphanumeric at both ends, or empty):
 // `value` unchanged if it is one, else bounded(value). Use it both when labelling and when
 // selecting, so a 253-character StatefulSet name still finds its Jobs.

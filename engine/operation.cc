@@ -25,6 +25,8 @@ std::string_view to_string(Phase phase) {
   switch (phase) {
     case Phase::Pending:
       return "Pending";
+    case Phase::UpdatingTemplate:
+      return "UpdatingTemplate";
     case Phase::Planning:
       return "Planning";
     case Phase::ScalingDown:
@@ -63,6 +65,8 @@ std::string_view to_string(PhaseEvent event) {
   switch (event) {
     case PhaseEvent::StartPlanning:
       return "StartPlanning";
+    case PhaseEvent::StartTemplateUpdate:
+      return "StartTemplateUpdate";
     case PhaseEvent::PlannedCopy:
       return "PlannedCopy";
     case PhaseEvent::PlannedExpand:

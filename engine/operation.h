@@ -17,6 +17,7 @@ namespace stsresize {
 
 enum class Phase {
   Pending,
+  UpdatingTemplate,
   Planning,
   ScalingDown,
   BackingUp,
@@ -30,9 +31,10 @@ enum class Phase {
   Failed,
 };
 inline constexpr Phase kAllPhases[] = {
-    Phase::Pending,    Phase::Planning,    Phase::ScalingDown, Phase::BackingUp,
-    Phase::Recreating, Phase::Restoring,   Phase::ScalingUp,   Phase::CleaningUp,
-    Phase::Expanding,  Phase::ScalingBack, Phase::Completed,   Phase::Failed,
+    Phase::Pending,    Phase::UpdatingTemplate, Phase::Planning,    Phase::ScalingDown,
+    Phase::BackingUp,  Phase::Recreating,       Phase::Restoring,   Phase::ScalingUp,
+    Phase::CleaningUp, Phase::Expanding,        Phase::ScalingBack, Phase::Completed,
+    Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -41,6 +43,7 @@ bool is_terminal(Phase phase);
 // What makes the machine move from one phase to the next (states/machine.h has the table).
 enum class PhaseEvent {
   StartPlanning,
+  StartTemplateUpdate,
   PlannedCopy,
   PlannedExpand,
   StepDone,
@@ -48,8 +51,10 @@ enum class PhaseEvent {
   ScaleBackDone,
 };
 inline constexpr PhaseEvent kAllPhaseEvents[] = {
-    PhaseEvent::StartPlanning, PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
-    PhaseEvent::StepDone,      PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone,
+    PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
+    PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
+    PhaseEvent::StepDone,      PhaseEvent::CriticalError,
+    PhaseEvent::ScaleBackDone,
 };
 std::string_view to_string(PhaseEvent event);
 std::optional<PhaseEvent> parse_phase_event(std::string_view text);
@@ -85,15 +90,31 @@ struct ClaimPlan {
   friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
 };
 
+// One volumeClaimTemplate change asked for by the stsresize.dev/resize annotation
+// (engine/resize_request.h). nullopt/empty: that field is left as it is.
+struct TemplateChange {
+  std::string template_name;
+  std::optional<Quantity> storage;
+  std::string storage_class;
+
+  friend bool operator==(const TemplateChange&, const TemplateChange&) = default;
+};
+
 struct Operation {
   std::string id;
   std::string ns;
   std::string statefulset;
+  // uid of the StatefulSet object the operation works on. An explicit request re-creates the
+  // object (UpdatingTemplate): StatefulSetRecreated switches this to the new object's uid.
   std::string sts_uid;
   Phase phase = Phase::Pending;
   Path path = Path::Undecided;
   std::int32_t original_replicas = 0;
   std::vector<ClaimPlan> claims;
+  // Explicit request only (empty for the template trigger): the template changes applied by
+  // re-creating the StatefulSet, and whether the re-created object's uid has been recorded.
+  std::vector<TemplateChange> template_changes;
+  bool statefulset_recreated = false;
   std::string failure;  // why it failed; empty unless a critical error happened
   TimePoint started;
   TimePoint phase_since;

@@ -111,6 +111,53 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
   return claim;
 }
 
+Json encode_template_change(const TemplateChange& change) {
+  return Json{{"template", change.template_name},
+              {"storage", change.storage ? change.storage->to_string() : ""},
+              {"storageClassName", change.storage_class}};
+}
+
+std::expected<TemplateChange, std::string> decode_template_change(const Json& document,
+                                                                  const std::string& where) {
+  StrictObject in{document, where};
+  TemplateChange change;
+  change.template_name = in.string("template");
+  const std::string storage = in.string("storage");
+  if (in.ok() && !storage.empty()) {
+    auto quantity = Quantity::parse(storage);
+    if (quantity) {
+      change.storage = *quantity;
+    } else {
+      in.fail(where + ": field \"storage\": " + quantity.error());
+    }
+  }
+  change.storage_class = in.string("storageClassName");
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  if (change.template_name.empty()) return std::unexpected(where + ": template name is empty");
+  if (!change.storage && change.storage_class.empty()) {
+    return std::unexpected(where + ": changes neither storage nor storageClassName");
+  }
+  return change;
+}
+
+Json encode_template_changes(const std::vector<TemplateChange>& changes) {
+  Json out = Json::array();
+  for (const TemplateChange& change : changes) out.push_back(encode_template_change(change));
+  return out;
+}
+
+std::expected<std::vector<TemplateChange>, std::string> decode_template_changes(
+    const Json& array, const std::string& where) {
+  if (!array.is_array()) return std::unexpected(where + ": expected an array");
+  std::vector<TemplateChange> changes;
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    auto change = decode_template_change(array[i], where + "[" + std::to_string(i) + "]");
+    if (!change) return std::unexpected(change.error());
+    changes.push_back(std::move(*change));
+  }
+  return changes;
+}
+
 Json encode_tree_summary(const TreeSummary& summary) {
   return Json{{"files", summary.files}, {"bytes", summary.bytes}, {"digest", summary.digest}};
 }
@@ -129,7 +176,7 @@ std::expected<TreeSummary, std::string> decode_tree_summary(const Json& document
 Json encode_operation(const Operation& operation) {
   Json claims = Json::array();
   for (const ClaimPlan& claim : operation.claims) claims.push_back(encode_claim_plan(claim));
-  return Json{
+  Json document{
       {"v", kOperationFormatVersion},
       {"id", operation.id},
       {"namespace", operation.ns},
@@ -144,6 +191,12 @@ Json encode_operation(const Operation& operation) {
       {"phaseSince", format_timestamp(operation.phase_since)},
       {"lastSequence", operation.last_sequence},
   };
+  if (!operation.template_changes.empty()) {
+    document["templateUpdate"] =
+        Json{{"changes", encode_template_changes(operation.template_changes)},
+             {"statefulsetRecreated", operation.statefulset_recreated}};
+  }
+  return document;
 }
 
 std::expected<Operation, std::string> decode_operation(const Json& document,
@@ -201,6 +254,21 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
   op.started = read_time(in, "started");
   op.phase_since = read_time(in, "phaseSince");
   op.last_sequence = in.integer("lastSequence");
+  if (in.ok() && document.contains("templateUpdate")) {
+    StrictObject update{in.object("templateUpdate"), where + ".templateUpdate"};
+    const Json& changes = update.array("changes");
+    op.statefulset_recreated = update.boolean("statefulsetRecreated");
+    if (auto done = update.finish(); !done) {
+      in.fail(done.error());
+    } else if (auto decoded = decode_template_changes(changes, update.where() + ".changes");
+               !decoded) {
+      in.fail(decoded.error());
+    } else if (decoded->empty()) {
+      in.fail(update.where() + ": no changes");
+    } else {
+      op.template_changes = std::move(*decoded);
+    }
+  }
   if (auto done = in.finish(); !done) return std::unexpected(done.error());
   if (op.id.empty() || op.ns.empty() || op.statefulset.empty()) {
     return std::unexpected(where + ": id, namespace and statefulset must not be empty");

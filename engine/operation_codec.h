@@ -1,9 +1,12 @@
 #pragma once
-// The versioned JSON form of an Operation: {"v":1, ...}. Used for the authoritative
-// annotation (engine/annotations.h) and for the snapshot carried by a Resumed journal event,
-// so both say exactly the same thing. Decoding is strict (engine/strict_json.h).
+// The versioned JSON form of an Operation: {"v":1, ...}. An operation started by an explicit
+// request adds "templateUpdate": {"changes": [...], "statefulsetRecreated": bool}; it is
+// omitted otherwise, so documents of the template trigger read as before. Used for the
+// authoritative annotation (engine/annotations.h) and for the snapshot carried by a Resumed journal
+// event, so both say exactly the same thing. Decoding is strict (engine/strict_json.h).
 #include <expected>
 #include <string>
+#include <vector>
 
 #include "engine/json.h"
 #include "engine/operation.h"
@@ -20,6 +23,14 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
 Json encode_claim_plan(const ClaimPlan& claim);
 std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
                                                         const std::string& where);
+
+// {"template": name, "storage": "20Gi" or "", "storageClassName": name or ""}.
+Json encode_template_change(const TemplateChange& change);
+std::expected<TemplateChange, std::string> decode_template_change(const Json& document,
+                                                                  const std::string& where);
+Json encode_template_changes(const std::vector<TemplateChange>& changes);
+std::expected<std::vector<TemplateChange>, std::string> decode_template_changes(
+    const Json& array, const std::string& where);
 
 Json encode_tree_summary(const TreeSummary& summary);
 std::expected<TreeSummary, std::string> decode_tree_summary(const Json& document,

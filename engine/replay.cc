@@ -159,6 +159,11 @@ std::string timeline_details(const Event& event) {
                                    (e.original_replicas == 1 ? " replica" : " replicas");
             return e.trigger.empty() ? replicas : e.trigger + " (" + replicas + ")";
           },
+          [](const TemplateUpdateRequested& e) { return describe(Event{e}); },
+          [](const DefinitionSaved& e) {
+            return "StatefulSet definition kept in ConfigMap " + e.config_map;
+          },
+          [](const StatefulSetRecreated& e) { return "new uid " + e.uid; },
           [](const Planned& e) { return plan(e); },
           [](const PhaseChanged& e) {
             return std::string{to_string(e.from)} + " → " + std::string{to_string(e.to)} + " (" +

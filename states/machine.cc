@@ -21,6 +21,7 @@ using msm::front::Row;
 
 // Events
 struct StartPlanning {};
+struct StartTemplateUpdate {};
 struct PlannedCopy {};
 struct PlannedExpand {};
 struct StepDone {};
@@ -35,6 +36,7 @@ struct PhaseState : msm::front::state<> {
   static constexpr Phase phase = P;
 };
 using Pending = PhaseState<Phase::Pending>;
+using UpdatingTemplate = PhaseState<Phase::UpdatingTemplate>;
 using Planning = PhaseState<Phase::Planning>;
 using ScalingDown = PhaseState<Phase::ScalingDown>;
 using BackingUp = PhaseState<Phase::BackingUp>;
@@ -66,30 +68,33 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
 
   // clang-format off
   struct transition_table : mpl::vector<
-    //   From         Event          To           Action Guard
-    Row< Pending,     StartPlanning, Planning,    none,  none   >,
-    Row< Planning,    PlannedCopy,   ScalingDown, none,  none   >,
-    Row< Planning,    PlannedExpand, Expanding,   none,  none   >,
-    Row< ScalingDown, StepDone,      BackingUp,   none,  none   >,
-    Row< BackingUp,   StepDone,      Recreating,  none,  none   >,
-    Row< Recreating,  StepDone,      Restoring,   none,  none   >,
-    Row< Restoring,   StepDone,      ScalingUp,   none,  none   >,
-    Row< ScalingUp,   StepDone,      CleaningUp,  none,  none   >,
-    Row< CleaningUp,  StepDone,      Completed,   none,  none   >,
-    Row< Expanding,   StepDone,      Completed,   none,  none   >,
-    Row< Planning,    CriticalError, Failed,      none,  none   >,
-    Row< ScalingDown, CriticalError, ScalingBack, none,  Intact >,
-    Row< ScalingDown, CriticalError, Failed,      none,  Lost   >,
-    Row< BackingUp,   CriticalError, ScalingBack, none,  Intact >,
-    Row< BackingUp,   CriticalError, Failed,      none,  Lost   >,
-    Row< Recreating,  CriticalError, ScalingBack, none,  Intact >,
-    Row< Recreating,  CriticalError, Failed,      none,  Lost   >,
-    Row< Restoring,   CriticalError, Failed,      none,  none   >,
-    Row< ScalingUp,   CriticalError, Failed,      none,  none   >,
-    Row< CleaningUp,  CriticalError, Failed,      none,  none   >,
-    Row< Expanding,   CriticalError, Failed,      none,  none   >,
-    Row< ScalingBack, ScaleBackDone, Failed,      none,  none   >,
-    Row< ScalingBack, CriticalError, Failed,      none,  none   >
+    //   From              Event                To                Action Guard
+    Row< Pending,          StartPlanning,       Planning,         none,  none   >,
+    Row< Pending,          StartTemplateUpdate, UpdatingTemplate, none,  none   >,
+    Row< UpdatingTemplate, StepDone,            Planning,         none,  none   >,
+    Row< Planning,         PlannedCopy,         ScalingDown,      none,  none   >,
+    Row< Planning,         PlannedExpand,       Expanding,        none,  none   >,
+    Row< ScalingDown,      StepDone,            BackingUp,        none,  none   >,
+    Row< BackingUp,        StepDone,            Recreating,       none,  none   >,
+    Row< Recreating,       StepDone,            Restoring,        none,  none   >,
+    Row< Restoring,        StepDone,            ScalingUp,        none,  none   >,
+    Row< ScalingUp,        StepDone,            CleaningUp,       none,  none   >,
+    Row< CleaningUp,       StepDone,            Completed,        none,  none   >,
+    Row< Expanding,        StepDone,            Completed,        none,  none   >,
+    Row< UpdatingTemplate, CriticalError,       Failed,           none,  none   >,
+    Row< Planning,         CriticalError,       Failed,           none,  none   >,
+    Row< ScalingDown,      CriticalError,       ScalingBack,      none,  Intact >,
+    Row< ScalingDown,      CriticalError,       Failed,           none,  Lost   >,
+    Row< BackingUp,        CriticalError,       ScalingBack,      none,  Intact >,
+    Row< BackingUp,        CriticalError,       Failed,           none,  Lost   >,
+    Row< Recreating,       CriticalError,       ScalingBack,      none,  Intact >,
+    Row< Recreating,       CriticalError,       Failed,           none,  Lost   >,
+    Row< Restoring,        CriticalError,       Failed,           none,  none   >,
+    Row< ScalingUp,        CriticalError,       Failed,           none,  none   >,
+    Row< CleaningUp,       CriticalError,       Failed,           none,  none   >,
+    Row< Expanding,        CriticalError,       Failed,           none,  none   >,
+    Row< ScalingBack,      ScaleBackDone,       Failed,           none,  none   >,
+    Row< ScalingBack,      CriticalError,       Failed,           none,  none   >
   > {};
   // clang-format on
 
@@ -133,8 +138,8 @@ struct StateIds {
 
 const StateIds& state_ids() {
   static const StateIds ids =
-      StateIds::make<Pending, Planning, ScalingDown, BackingUp, Recreating, Restoring, ScalingUp,
-                     CleaningUp, Expanding, ScalingBack, Completed, Failed>();
+      StateIds::make<Pending, UpdatingTemplate, Planning, ScalingDown, BackingUp, Recreating,
+                     Restoring, ScalingUp, CleaningUp, Expanding, ScalingBack, Completed, Failed>();
   return ids;
 }
 
@@ -176,6 +181,9 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
   switch (event) {
     case PhaseEvent::StartPlanning:
       m.process_event(StartPlanning{});
+      break;
+    case PhaseEvent::StartTemplateUpdate:
+      m.process_event(StartTemplateUpdate{});
       break;
     case PhaseEvent::PlannedCopy:
       m.process_event(PlannedCopy{});

@@ -4,7 +4,9 @@
 
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
+#include "engine/naming.h"
 #include "engine/planner.h"
+#include "engine/resize_request.h"
 #include "engine/timestamp.h"
 #include "states/machine.h"
 #include "states/step.h"
@@ -51,10 +53,14 @@ std::string state_annotation_of(const Json& statefulset) {
 // journal stream, kept in step.
 class Reconciler::Session final : public StepJournal {
  public:
-  Session(Reconciler& owner, Json statefulset)
-      : r_(owner), sts_(std::move(statefulset)), ref_(ref_of(Kind::StatefulSet, sts_)) {}
+  // `statefulset` is null when it does not exist (recover() only).
+  Session(Reconciler& owner, ObjectRef ref, Json statefulset)
+      : r_(owner), sts_(std::move(statefulset)), ref_(std::move(ref)) {}
 
   ReconcileResult run();
+  // The StatefulSet is gone mid-way through UpdatingTemplate: continue `stored`, the operation
+  // recorded in the definition kept in the ConfigMap.
+  ReconcileResult recover(Operation stored) { return resume(std::move(stored)); }
 
   std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                           std::string_view detail) override {
@@ -62,9 +68,14 @@ class Reconciler::Session final : public StepJournal {
                                           std::string{detail}}});
   }
   std::expected<void, std::string> record(const Event& event) override { return commit({event}); }
+  std::expected<void, std::string> note(const Event& event) override { return append({event}); }
 
  private:
   ReconcileResult start();
+  ReconcileResult start_requested(const std::string& request);
+  ReconcileResult reject_request(const std::string& reason);
+  // A new operation on sts_: its first events committed (journal, then annotation).
+  std::expected<void, std::string> begin(const std::string& trigger, std::vector<Event> events);
   ReconcileResult resume(Operation annotated);
   ReconcileResult drive();
   std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason);
@@ -142,6 +153,7 @@ ReconcileResult Reconciler::Session::run() {
   }
   if (!parsed->has_value()) {
     if (is_marked_failed(sts_)) return idle();
+    if (auto request = resize_request_of(sts_)) return start_requested(*request);
     return start();
   }
   if (is_terminal((*parsed)->phase)) return idle();
@@ -159,10 +171,19 @@ ReconcileResult Reconciler::Session::start() {
     return terminal(plan.error());
   }
   if (!plan->has_value()) return idle();
+  if (auto begun = begin((*plan)->trigger, {events::PhaseChanged{Phase::Pending, Phase::Planning,
+                                                                 PhaseEvent::StartPlanning}});
+      !begun) {
+    return retry(begun.error());
+  }
+  return drive();
+}
+
+std::expected<void, std::string> Reconciler::Session::begin(const std::string& trigger,
+                                                            std::vector<Event> events) {
   auto replicas = k8s::spec_replicas(sts_);
   auto uid = k8s::uid(sts_);
-  if (!replicas || !uid) return terminal(!replicas ? replicas.error() : uid.error());
-
+  if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
   const TimePoint now = to_millis(r_.clock_.now());
   op_ = Operation{};
   op_.id = make_operation_id(ref_.ns, ref_.name, *uid, now);
@@ -171,14 +192,51 @@ ReconcileResult Reconciler::Session::start() {
   auto& slot = r_.folded_[op_.id];
   slot = std::make_unique<Folder>(PhaseMachine::rules());
   folder_ = slot.get();
-  if (auto committed = commit(
-          {events::OperationStarted{(*plan)->trigger, *uid, *replicas},
-           events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning}});
-      !committed) {
-    return retry(committed.error());
+  // A refusal of an earlier request is out of date once an operation starts.
+  if (auto removed = k8s::remove_annotation(sts_, kResizeStatusAnnotation); !removed) {
+    return std::unexpected(removed.error());
   }
-  note(EventSeverity::Normal, "ResizeStarted", "operation " + op_.id + ": " + (*plan)->trigger);
+  events.insert(events.begin(), events::OperationStarted{trigger, *uid, *replicas});
+  if (auto committed = commit(events); !committed) return committed;
+  note(EventSeverity::Normal, "ResizeStarted", "operation " + op_.id + ": " + trigger);
+  return {};
+}
+
+ReconcileResult Reconciler::Session::start_requested(const std::string& request) {
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto classes = r_.kube_.list(Kind::StorageClass, "");
+  if (!classes) return retry("listing storage classes: " + classes.error().message);
+  auto validated = validate_resize_request(sts_, request, claims->items, classes->items);
+  if (!validated) return reject_request(validated.error());
+  if (auto begun =
+          begin(validated->trigger, {events::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
+                                                          PhaseEvent::StartTemplateUpdate},
+                                     events::TemplateUpdateRequested{validated->changes}});
+      !begun) {
+    return retry(begun.error());
+  }
   return drive();
+}
+
+// Nothing but the status annotation changes, and only when the reason is new: the Warning is
+// given once per distinct refusal, not on every reconcile of an unchanged StatefulSet.
+ReconcileResult Reconciler::Session::reject_request(const std::string& reason) {
+  const std::string status = "rejected: " + reason;
+  auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
+  if (current && current->has_value() && **current == status) return terminal(reason);
+  Json updated = sts_;
+  if (auto set = k8s::set_annotation(updated, kResizeStatusAnnotation, status); !set) {
+    return terminal(set.error());
+  }
+  if (auto written = r_.kube_.update(Kind::StatefulSet, updated); !written) {
+    return retry("writing " + std::string{kResizeStatusAnnotation} + " on " + to_string(ref_) +
+                 ": " + written.error().message);
+  }
+  note(EventSeverity::Warning, "InvalidResizeRequest",
+       "annotation " + std::string{kResizeRequestAnnotation} + ": " + reason +
+           "; nothing was changed");
+  return terminal(reason);
 }
 
 ReconcileResult Reconciler::Session::resume(Operation annotated) {
@@ -257,8 +315,14 @@ ReconcileResult Reconciler::Session::drive() {
     if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});
     if (i > 0) {
       auto fresh = r_.kube_.get(ref_);
-      if (!fresh) return retry("reading " + to_string(ref_) + ": " + fresh.error().message);
-      sts_ = std::move(*fresh);
+      if (!fresh && fresh.error().code == KubeErrorCode::NotFound &&
+          op_.phase == Phase::UpdatingTemplate) {
+        sts_ = Json{};  // deleted on purpose: the step creates it again from its definition
+      } else if (!fresh) {
+        return retry("reading " + to_string(ref_) + ": " + fresh.error().message);
+      } else {
+        sts_ = std::move(*fresh);
+      }
     }
     StepContext ctx{r_.kube_, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
     const StepOutcome outcome = step(ctx);
@@ -292,13 +356,38 @@ Reconciler::Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock,
 Reconciler::~Reconciler() = default;
 
 ReconcileResult Reconciler::reconcile(const std::string& ns, const std::string& name) {
-  auto statefulset = kube_.get(ObjectRef{Kind::StatefulSet, ns, name});
+  const ObjectRef ref{Kind::StatefulSet, ns, name};
+  auto statefulset = kube_.get(ref);
   if (!statefulset) {
-    if (statefulset.error().code == KubeErrorCode::NotFound) return idle();
+    if (statefulset.error().code == KubeErrorCode::NotFound) return recover(ref);
     return retry("reading StatefulSet " + ns + "/" + name + ": " + statefulset.error().message);
   }
-  Session session{*this, std::move(*statefulset)};
+  Session session{*this, ref, std::move(*statefulset)};
   return session.run();
+}
+
+ReconcileResult Reconciler::recover(const ObjectRef& ref) {
+  const ObjectRef cm_ref{Kind::ConfigMap, ref.ns, naming::definition_config_map(ref.name)};
+  auto config_map = kube_.get(cm_ref);
+  if (!config_map) {
+    if (config_map.error().code == KubeErrorCode::NotFound) return idle();
+    return retry("reading " + to_string(cm_ref) + ": " + config_map.error().message);
+  }
+  auto refuse = [&](const std::string& why) {
+    const std::string message = to_string(cm_ref) + ": " + why + "; no action taken";
+    events_.record(ref, EventSeverity::Warning, "InvalidDefinition", message);
+    return terminal(message);
+  };
+  auto definition = definition_from_config_map(*config_map, ref.ns, ref.name);
+  if (!definition) return refuse(definition.error());
+  auto stored = read_operation(*definition);
+  if (!stored) return refuse(stored.error());
+  if (!stored->has_value() || (*stored)->phase != Phase::UpdatingTemplate ||
+      (*stored)->statefulset_recreated) {
+    return refuse("the definition records no template update in progress");
+  }
+  Session session{*this, ref, Json{}};
+  return session.recover(std::move(**stored));
 }
 
 }  // namespace stsresize

@@ -42,9 +42,17 @@ class Reconciler {
              EngineSettings settings = {});
   ~Reconciler();
 
+  // When the StatefulSet does not exist, looks for the ConfigMap naming::definition_config_map
+  // (label stsresize.dev/statefulset=<name>) that an explicit request leaves while it re-creates
+  // the StatefulSet, and finishes the re-create from it; with no such ConfigMap: Idle, nothing
+  // done. The controller must therefore also enqueue <ns>/<name> for events on ConfigMaps
+  // carrying that label (name: the ConfigMap's stsresize.dev/statefulset annotation, which holds
+  // the full name), so that a crash between delete and create is finished even though no
+  // StatefulSet event will ever come for an object that does not exist.
   ReconcileResult reconcile(const std::string& ns, const std::string& name);
 
  private:
+  ReconcileResult recover(const ObjectRef& statefulset);
   class Session;
   friend class Session;
 

@@ -29,6 +29,9 @@ class StepJournal {
                                                   std::string_view detail) = 0;
   // Journals a progress event, applies it to the operation and writes the annotation.
   virtual std::expected<void, std::string> record(const Event& event) = 0;
+  // Journals an event that changes nothing in the operation (DefinitionSaved: the journal's
+  // copy of what is about to be written); no annotation write. An error: the step must not act.
+  virtual std::expected<void, std::string> note(const Event& event) = 0;
 };
 
 struct StepContext {
@@ -37,8 +40,10 @@ struct StepContext {
   EventRecorder& events;
   StepJournal& journal;
   const EngineSettings& settings;
-  const Operation& op;      // changes only through journal.record()
-  const Json& statefulset;  // as read at the start of this step
+  const Operation& op;  // changes only through journal.record()
+  // As read at the start of this step. Null only in UpdatingTemplate, while the StatefulSet
+  // does not exist (deleted with Orphan, not yet created again from its stored definition).
+  const Json& statefulset;
 };
 
 struct StepOutcome {
@@ -67,15 +72,16 @@ struct StepOutcome {
 
 using Step = StepOutcome (*)(StepContext&);
 
-StepOutcome plan_step(StepContext& ctx);        // Planning
-StepOutcome scale_down_step(StepContext& ctx);  // ScalingDown
-StepOutcome backup_step(StepContext& ctx);      // BackingUp
-StepOutcome recreate_step(StepContext& ctx);    // Recreating
-StepOutcome restore_step(StepContext& ctx);     // Restoring
-StepOutcome scale_up_step(StepContext& ctx);    // ScalingUp
-StepOutcome cleanup_step(StepContext& ctx);     // CleaningUp
-StepOutcome expand_step(StepContext& ctx);      // Expanding
-StepOutcome scale_back_step(StepContext& ctx);  // ScalingBack
+StepOutcome update_template_step(StepContext& ctx);  // UpdatingTemplate
+StepOutcome plan_step(StepContext& ctx);             // Planning
+StepOutcome scale_down_step(StepContext& ctx);       // ScalingDown
+StepOutcome backup_step(StepContext& ctx);           // BackingUp
+StepOutcome recreate_step(StepContext& ctx);         // Recreating
+StepOutcome restore_step(StepContext& ctx);          // Restoring
+StepOutcome scale_up_step(StepContext& ctx);         // ScalingUp
+StepOutcome cleanup_step(StepContext& ctx);          // CleaningUp
+StepOutcome expand_step(StepContext& ctx);           // Expanding
+StepOutcome scale_back_step(StepContext& ctx);       // ScalingBack
 
 // nullptr for Pending and the terminal phases: there is nothing to do in them.
 Step step_for(Phase phase);

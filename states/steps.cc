@@ -4,6 +4,8 @@ namespace stsresize {
 
 Step step_for(Phase phase) {
   switch (phase) {
+    case Phase::UpdatingTemplate:
+      return &update_template_step;
     case Phase::Planning:
       return &plan_step;
     case Phase::ScalingDown:

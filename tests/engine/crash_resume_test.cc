@@ -1,7 +1,8 @@
 // Crash-resume: for EVERY k, the engine is destroyed right after its k-th side effect (the
 // fake's mutation budget makes every later call fail) and a new engine, built from the
 // cluster and the journal (or from the cluster alone, with a fresh journal), must converge —
-// without deleting data before a verified copy exists, without creating anything twice.
+// without deleting data before a verified copy exists, without creating anything twice, and,
+// for an explicit request, without ever losing the StatefulSet's definition.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "adapters/journal/sqlite_journal.h"
 #include "engine/k8s_objects.h"
+#include "engine/resize_request.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/resize_world.h"
@@ -27,7 +29,30 @@ struct Scenario {
   int failing_job_pods = 0;
   bool corrupt_copy = false;
   Outcome outcome = Outcome::Completed;
+  Trigger trigger = Trigger::Template;
 };
+
+ObjectRef definition_ref() {
+  return ObjectRef{Kind::ConfigMap, kNs, naming::definition_config_map(kSts)};
+}
+
+std::map<std::string, std::string> pod_uids(const ResizeWorld& world) {
+  std::map<std::string, std::string> uids;
+  for (const Json& pod : world.kube.list_raw(Kind::Pod, kNs)) {
+    uids[pod["metadata"]["name"].get<std::string>()] = pod["metadata"]["uid"].get<std::string>();
+  }
+  return uids;
+}
+
+// Both templates of a StatefulSet (or of its stored definition) ask for `size`.
+void expect_templates(const Json& statefulset, const std::string& size) {
+  auto templates = k8s::claim_templates(statefulset);
+  ASSERT_TRUE(templates) << templates.error();
+  ASSERT_EQ(templates->size(), 2u);
+  for (const auto& tmpl : *templates) {
+    EXPECT_EQ(tmpl.storage, *Quantity::parse(size)) << tmpl.name;
+  }
+}
 
 EngineSettings settings_for(const Scenario& scenario) {
   EngineSettings settings;
@@ -42,6 +67,8 @@ struct Watch {
   std::vector<std::string> violations;
   bool replicas_dropped = false;
   int source_deletes = 0;
+  int statefulset_deletes = 0;
+  std::map<std::string, std::string> pods_at_start;  // name -> uid
 };
 
 void watch(ResizeWorld& world, Watch& out) {
@@ -62,7 +89,21 @@ void watch(ResizeWorld& world, Watch& out) {
         m.object["spec"].value("replicas", kReplicas) < kReplicas) {
       out.replicas_dropped = true;
     }
+    if (m.verb == Verb::Remove && m.ref.kind == Kind::StatefulSet) {
+      ++out.statefulset_deletes;
+      const auto config_map = world.kube.get_raw(definition_ref());
+      auto definition = config_map
+                            ? definition_from_config_map(*config_map, kNs, kSts)
+                            : std::expected<Json, std::string>{std::unexpect, "no ConfigMap"};
+      if (!definition) {
+        out.violations.push_back("StatefulSet deleted without its stored definition: " +
+                                 definition.error());
+      } else if (k8s::claim_templates(*definition)->front().storage != *Quantity::parse("2Gi")) {
+        out.violations.push_back("StatefulSet deleted; the stored definition has old templates");
+      }
+    }
   });
+  out.pods_at_start = pod_uids(world);
 }
 
 enum class Stop { Idle, Crashed, Terminal, OutOfRounds };
@@ -122,7 +163,18 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
     EXPECT_FALSE(watched.replicas_dropped);
   }
   expect_no_double_creation(world);
+  if (scenario.expandable) {
+    // Expansion, and the Orphan re-create of an explicit request, restart no pod.
+    EXPECT_EQ(pod_uids(world), watched.pods_at_start);
+  }
+  ASSERT_TRUE(world.kube.get_raw(world.sts())) << "the StatefulSet is gone";
   const Json sts = world.live_sts();
+  EXPECT_FALSE(world.kube.get_raw(definition_ref())) << "definition ConfigMap left behind";
+  if (scenario.trigger == Trigger::Request) {
+    expect_templates(sts, scenario.outcome == Outcome::Completed ? "2Gi" : "1Gi");
+    EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeRequestAnnotation}));
+    EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
+  }
   EXPECT_EQ(sts["spec"]["replicas"], kReplicas);
   EXPECT_EQ(world.ready_replicas(), kReplicas);
   const Json& annotations = sts["metadata"]["annotations"];
@@ -152,7 +204,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
 // An uninterrupted run; returns the number of side effects it took.
 int clean_run(const Scenario& scenario) {
   ResizeWorld world;
-  world.seed(scenario.expandable);
+  world.seed(scenario.expandable, "2Gi", scenario.trigger);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
   Watch watched;
@@ -166,6 +218,7 @@ int clean_run(const Scenario& scenario) {
   // The scenario really took the path it is named after.
   const bool copied = !scenario.expandable && scenario.outcome == Outcome::Completed;
   EXPECT_EQ(watched.source_deletes, copied ? 6 : 0);
+  EXPECT_EQ(watched.statefulset_deletes, scenario.trigger == Trigger::Request ? 1 : 0);
   EXPECT_EQ(world.events.contains("ResizeFailed"), scenario.outcome == Outcome::Failed);
   if (scenario.outcome == Outcome::Failed) {
     bool scaled_back = false;
@@ -190,7 +243,7 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   const auto dir = std::filesystem::temp_directory_path();
   const auto path = dir / ("stsresize-crash-" + std::to_string(::getpid()) + ".db");
   ResizeWorld world;
-  world.seed(scenario.expandable);
+  world.seed(scenario.expandable, "2Gi", scenario.trigger);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
   Watch watched;
@@ -202,7 +255,17 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
     ASSERT_EQ(drive(world, engine, k), Stop::Crashed);
   }
   world.kube.set_mutation_budget(std::nullopt);
-  auto at_crash = read_operation(world.live_sts());
+  // The definition survives every crash: the StatefulSet, or else the ConfigMap, holds it.
+  std::optional<Json> holder = world.kube.get_raw(world.sts());
+  if (!holder) {
+    auto config_map = world.kube.get_raw(definition_ref());
+    ASSERT_TRUE(config_map) << "StatefulSet gone and no stored definition";
+    auto definition = definition_from_config_map(*config_map, kNs, kSts);
+    ASSERT_TRUE(definition) << definition.error();
+    expect_templates(*definition, "2Gi");
+    holder = std::move(*definition);
+  }
+  auto at_crash = read_operation(*holder);
   ASSERT_TRUE(at_crash) << at_crash.error();
   const bool finished_before_crash = !at_crash->has_value() || (*at_crash)->phase == Phase::Failed;
   if (fate == JournalFate::Lost) {
@@ -246,6 +309,8 @@ const Scenario kCopy{};
 const Scenario kExpand{.expandable = true};
 const Scenario kCopyJobFails{.failing_job_pods = 1, .outcome = Outcome::Failed};
 const Scenario kCopyCorrupted{.corrupt_copy = true, .outcome = Outcome::Failed};
+const Scenario kCopyRequested{.trigger = Trigger::Request};
+const Scenario kExpandRequested{.expandable = true, .trigger = Trigger::Request};
 
 TEST(CrashResume, CopyPathConvergesAfterACrashAtEverySideEffect) {
   every_k(kCopy, JournalFate::Kept);
@@ -271,6 +336,20 @@ TEST(CrashResume, FailedCopyJobScalesBackAndFailsAfterEveryCrash) {
 
 TEST(CrashResume, CorruptedCopyScalesBackAndFailsAfterEveryCrash) {
   every_k(kCopyCorrupted, JournalFate::Kept);
+}
+
+TEST(CrashResume, ExplicitRequestOnCopyPathNeverLosesTheDefinitionAtAnyCrash) {
+  every_k(kCopyRequested, JournalFate::Kept);
+  every_k(kCopyRequested, JournalFate::Lost);
+}
+
+TEST(CrashResume, ExplicitRequestOnExpandPathRestartsNoPodAndConvergesAfterEveryCrash) {
+  every_k(kExpandRequested, JournalFate::Kept);
+  every_k(kExpandRequested, JournalFate::Lost);
+}
+
+TEST(CrashResume, ExplicitRequestWithSqliteJournalConvergesForASampleOfCrashPoints) {
+  every_k(kCopyRequested, JournalFate::Kept, /*sqlite=*/true, /*stride=*/5);
 }
 
 }  // namespace

@@ -29,8 +29,13 @@ class TestJournal final : public StepJournal {
     recorded.push_back(event);
     return apply(event);
   }
+  std::expected<void, std::string> note(const Event& event) override {
+    noted.push_back(event);
+    return apply(event);
+  }
   std::vector<std::string> intents;
   std::vector<Event> recorded;
+  std::vector<Event> noted;
 
  private:
   std::expected<void, std::string> apply(const Event& event) {

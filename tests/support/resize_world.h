@@ -1,7 +1,8 @@
 #pragma once
 // A whole simulated cluster with one StatefulSet to resize: "shop/web", 3 replicas, templates
 // `data` and `logs`, pods Ready, every claim with its own file contents; then the templates
-// raised (as a user's orphan-delete + re-create with bigger templates would leave it).
+// raised (as a user's orphan-delete + re-create with bigger templates would leave it), or, with
+// Trigger::Request, the stsresize.dev/resize annotation asking for the bigger size.
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +20,8 @@ namespace stsresize::testing {
 inline constexpr const char* kNs = "shop";
 inline constexpr const char* kSts = "web";
 inline constexpr int kReplicas = 3;
+
+enum class Trigger { Template, Request };
 
 struct ResizeWorld {
   ManualClock clock;
@@ -49,8 +52,9 @@ struct ResizeWorld {
                   {"resources", {{"requests", {{"storage", size}}}}}}}};
   }
 
-  // Builds the cluster; the templates ask for `to_size` afterwards.
-  void seed(bool expandable, const std::string& to_size = "2Gi") {
+  // Builds the cluster; the templates (or the request annotation) ask for `to_size` afterwards.
+  void seed(bool expandable, const std::string& to_size = "2Gi",
+            Trigger trigger = Trigger::Template) {
     kube.system().create(Kind::StorageClass, Json{{"apiVersion", "storage.k8s.io/v1"},
                                                   {"kind", "StorageClass"},
                                                   {"metadata", {{"name", "standard"}}},
@@ -86,10 +90,21 @@ struct ResizeWorld {
       for (const auto& [path, bytes] : files) cluster.write_file(claim(name), path, bytes);
       original_files[name] = files;
     }
+    if (trigger == Trigger::Request) {
+      request(Json{{"data", {{"storage", to_size}}}, {"logs", {{"storage", to_size}}}}.dump());
+      return;
+    }
     kube.mutate_raw(sts_ref(), [&](Json& live) {
       for (Json& tmpl : live["spec"]["volumeClaimTemplates"]) {
         tmpl["spec"]["resources"]["requests"]["storage"] = to_size;
       }
+    });
+  }
+
+  // The user sets the stsresize.dev/resize annotation to `text`.
+  void request(const std::string& text) {
+    kube.mutate_raw(sts_ref(), [&](Json& live) {
+      live["metadata"]["annotations"]["stsresize.dev/resize"] = text;
     });
   }
   ObjectRef sts_ref() const { return sts(); }

@@ -20,8 +20,15 @@ std::vector<Event> one_of_each() {
   snapshot.statefulset = "web";
   snapshot.phase = Phase::BackingUp;
   snapshot.claims = {sample_claim("data", 0)};
+  snapshot.template_changes = {TemplateChange{"data", Quantity::parse("2Gi").value(), "fast"},
+                               TemplateChange{"logs", std::nullopt, "slow"}};
+  snapshot.statefulset_recreated = true;
   return {
       events::OperationStarted{"grew", "uid-1", 3},
+      events::TemplateUpdateRequested{snapshot.template_changes},
+      events::DefinitionSaved{"stsresize-web-definition",
+                              Json{{"kind", "StatefulSet"}, {"metadata", {{"name", "web"}}}}},
+      events::StatefulSetRecreated{"uid-2"},
       events::Planned{Path::Copy, {sample_claim("data", 0), sample_claim("logs", 1)}},
       events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy},
       events::ActionIntended{Phase::BackingUp, "create", "Job shop/x", "backup"},
