@@ -423,6 +423,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             }
             previous_phase_ = op.phase;
             op.phase = e.to;
+            op.warning.clear();
             op.phase_since = record.time;
             return {};
           },
@@ -474,8 +475,11 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
           },
           [&](const StepFailed& e) -> Result {
             if (auto ok = in_phase(e.phase); !ok) return ok;
-            if (e.critical)
+            if (e.critical) {
               op.failure = op.failure.empty() ? e.reason : op.failure + "; then " + e.reason;
+            } else {
+              op.warning = e.reason;
+            }
             return {};
           },
           [&](const Resumed& e) -> Result {

@@ -116,6 +116,9 @@ struct Operation {
   std::vector<TemplateChange> template_changes;
   bool statefulset_recreated = false;
   std::string failure;  // why it failed; empty unless a critical error happened
+  // The warning given in the current phase (a non-critical StepFailed), so that it is given
+  // once; cleared by every phase change.
+  std::string warning;
   TimePoint started;
   TimePoint phase_since;
   // Sequence of the last journal record this state reflects.

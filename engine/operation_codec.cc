@@ -191,6 +191,7 @@ Json encode_operation(const Operation& operation) {
       {"phaseSince", format_timestamp(operation.phase_since)},
       {"lastSequence", operation.last_sequence},
   };
+  if (!operation.warning.empty()) document["warning"] = operation.warning;
   if (!operation.template_changes.empty()) {
     document["templateUpdate"] =
         Json{{"changes", encode_template_changes(operation.template_changes)},
@@ -254,6 +255,10 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
   op.started = read_time(in, "started");
   op.phase_since = read_time(in, "phaseSince");
   op.last_sequence = in.integer("lastSequence");
+  if (in.ok() && document.contains("warning")) {
+    op.warning = in.string("warning");
+    if (in.ok() && op.warning.empty()) in.fail(where + ": \"warning\" is empty");
+  }
   if (in.ok() && document.contains("templateUpdate")) {
     StrictObject update{in.object("templateUpdate"), where + ".templateUpdate"};
     const Json& changes = update.array("changes");

@@ -1,7 +1,8 @@
 #pragma once
 // The versioned JSON form of an Operation: {"v":1, ...}. An operation started by an explicit
-// request adds "templateUpdate": {"changes": [...], "statefulsetRecreated": bool}; it is
-// omitted otherwise, so documents of the template trigger read as before. Used for the
+// request adds "templateUpdate": {"changes": [...], "statefulsetRecreated": bool}, a warning
+// given in the current phase adds "warning": "<text>"; both are omitted otherwise, so
+// documents without them read as before. Used for the
 // authoritative annotation (engine/annotations.h) and for the snapshot carried by a Resumed journal
 // event, so both say exactly the same thing. Decoding is strict (engine/strict_json.h).
 #include <expected>

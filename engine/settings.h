@@ -14,6 +14,10 @@ struct EngineSettings {
   Duration pending_timeout = std::chrono::minutes{10};
   // A copy Job still running this long after its phase began is a critical error.
   Duration job_timeout = std::chrono::hours{6};
+  // Pods still not all Ready this long after ScalingUp began: a Warning event (ScaleUpTimeout)
+  // and a warning in the state, once; the operation keeps waiting, as the data is already
+  // restored and verified — failing would only leave the backups to a person.
+  Duration scale_up_timeout = std::chrono::minutes{30};
   // How soon to look again while waiting for the cluster.
   Duration poll_interval = std::chrono::seconds{5};
   // Steps one reconcile may run back to back while they make progress without waiting.

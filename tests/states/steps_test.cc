@@ -270,6 +270,63 @@ TEST_F(Steps, ScaleBackRefusesWhenASourceIsNoLongerIntact) {
   EXPECT_EQ(world.kube.mutations(), 0);
 }
 
+TEST_F(Steps, ScaleUpWarnsOnceWhenPodsAreNotReadyPastTheTimeoutAndKeepsWaiting) {
+  world.kube.mutate_raw(world.sts(), [](Json& s) { s["spec"]["replicas"] = 0; });
+  world.settle(5);
+  // data-web-0 hangs in deletion (a foreign finalizer): pod web-0 can never start again.
+  const ObjectRef held = world.claim(naming::claim_name("data", kSts, 0));
+  world.kube.mutate_raw(held, [](Json& c) { c["metadata"]["finalizers"].push_back("x.io/hold"); });
+  ASSERT_TRUE(world.kube.system().remove(held));
+  settings.scale_up_timeout = std::chrono::minutes{10};
+  at(Phase::ScalingUp);
+  EXPECT_TRUE(run_until_settled(&scale_up_step, 30).is(StepOutcome::Kind::Waiting));
+  EXPECT_FALSE(world.events.contains("ScaleUpTimeout"));
+  EXPECT_TRUE(journal->recorded.empty());
+
+  world.clock.advance(std::chrono::minutes{10});
+  EXPECT_TRUE(run(&scale_up_step).is(StepOutcome::Kind::Waiting));
+  const auto warnings = world.events.with_reason("ScaleUpTimeout");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].severity, EventSeverity::Warning);
+  EXPECT_NE(warnings[0].message.find("only 2 of 3 pods Ready"), std::string::npos)
+      << warnings[0].message;
+  ASSERT_EQ(journal->recorded.size(), 1u);
+  EXPECT_FALSE(op.warning.empty());
+  EXPECT_TRUE(op.failure.empty());
+
+  // Given once: later calls keep waiting without another warning.
+  world.clock.advance(std::chrono::minutes{30});
+  const StepOutcome later = run(&scale_up_step);
+  EXPECT_TRUE(later.is(StepOutcome::Kind::Waiting));
+  EXPECT_GT(later.requeue_after, Duration{0});
+  EXPECT_EQ(world.events.with_reason("ScaleUpTimeout").size(), 1u);
+  EXPECT_EQ(journal->recorded.size(), 1u);
+}
+
+TEST_F(Steps, CopyJobCarriesTheConfiguredImageFlagsAndPlacement) {
+  world.kube.mutate_raw(world.sts(), [](Json& s) { s["spec"]["replicas"] = 0; });
+  world.settle(5);
+  settings.copy_job.image = "registry.local/rsync:7";
+  settings.copy_job.rsync_flags = {"-a", "--bwlimit=10m"};
+  settings.copy_job.resources = {{"limits", {{"memory", "128Mi"}}}};
+  settings.copy_job.security_context = {{"runAsNonRoot", true}};
+  settings.copy_job.node_selector = {{"disk", "ssd"}};
+  settings.copy_job.tolerations = Json::array({{{"key", "storage"}, {"operator", "Exists"}}});
+  at(Phase::BackingUp);
+  run_until_settled(&backup_step, 5);
+  const auto job =
+      world.kube.get_raw(ObjectRef{Kind::Job, kNs, naming::backup_job(op.claims.front().claim)});
+  ASSERT_TRUE(job);
+  const Json& pod = (*job)["spec"]["template"]["spec"];
+  const Json& container = pod["containers"][0];
+  EXPECT_EQ(container["image"], "registry.local/rsync:7");
+  EXPECT_NE(container["command"].dump().find("'--bwlimit=10m'"), std::string::npos);
+  EXPECT_EQ(container["resources"], settings.copy_job.resources);
+  EXPECT_EQ(container["securityContext"], settings.copy_job.security_context);
+  EXPECT_EQ(pod["nodeSelector"], settings.copy_job.node_selector);
+  EXPECT_EQ(pod["tolerations"], settings.copy_job.tolerations);
+}
+
 TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {
   op.path = Path::Undecided;
   op.claims.clear();

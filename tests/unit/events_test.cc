@@ -23,6 +23,7 @@ std::vector<Event> one_of_each() {
   snapshot.template_changes = {TemplateChange{"data", Quantity::parse("2Gi").value(), "fast"},
                                TemplateChange{"logs", std::nullopt, "slow"}};
   snapshot.statefulset_recreated = true;
+  snapshot.warning = "pods slow to become Ready";
   return {
       events::OperationStarted{"grew", "uid-1", 3},
       events::TemplateUpdateRequested{snapshot.template_changes},
