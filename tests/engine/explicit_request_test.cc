@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/k8s_objects.h"
+#include "engine/replay.h"
 #include "engine/resize_request.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
@@ -177,6 +178,34 @@ TEST_F(ExplicitRequest, CopyPathRecreatesTheStatefulSetThenCopiesEveryClaim) {
                            "BackupVerified", "RestoreVerified", "OperationFinished"}) {
     EXPECT_NE(std::ranges::find(types, type), types.end()) << type;
   }
+}
+
+TEST_F(ExplicitRequest, ReplayOfTheJournalShowsTheTemplateUpdateAndIsConsistent) {
+  world.seed(/*expandable=*/true, "2Gi", Trigger::Request);
+  run_to_idle();
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations && operations->size() == 1u);
+  auto records = journal.read(operations->front().operation_id);
+  ASSERT_TRUE(records);
+  const Replay replayed = replay(*records, PhaseMachine::rules());
+  ASSERT_TRUE(replayed.consistent()) << replayed.inconsistency->reason;
+  ASSERT_EQ(replayed.operations.size(), 1u);
+  EXPECT_EQ(replayed.operations[0].final_phase, Phase::Completed);
+  EXPECT_EQ(replayed.operations[0].path, Path::Expand);
+  std::vector<std::string> updating;
+  for (const TimelineRow& row : replayed.rows) {
+    if (row.phase_after == Phase::UpdatingTemplate) updating.push_back(row.details);
+  }
+  const auto mentions = [&](const std::string& part) {
+    return std::ranges::any_of(updating, [&](const std::string& details) {
+      return details.find(part) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(mentions("Pending → UpdatingTemplate (StartTemplateUpdate)"));
+  EXPECT_TRUE(mentions("data: storage 2Gi, logs: storage 2Gi"));
+  EXPECT_TRUE(mentions("ConfigMap " + naming::definition_config_map(kSts)));
+  EXPECT_TRUE(mentions("propagation Orphan"));
+  EXPECT_TRUE(mentions("new uid " + *k8s::uid(world.live_sts())));
 }
 
 TEST_F(ExplicitRequest, ClassChangeWithGrowthTakesTheCopyPathToTheNewClass) {
