@@ -71,6 +71,20 @@ std::string_view to_string(KubeErrorCode code) {
   return "Unknown";
 }
 
+std::string_view to_string(WatchEventType type) {
+  switch (type) {
+    case WatchEventType::Added:
+      return "Added";
+    case WatchEventType::Modified:
+      return "Modified";
+    case WatchEventType::Deleted:
+      return "Deleted";
+    case WatchEventType::Bookmark:
+      return "Bookmark";
+  }
+  return "Unknown";
+}
+
 bool KubeError::transient() const {
   switch (code) {
     case KubeErrorCode::Conflict:  // re-read and try again

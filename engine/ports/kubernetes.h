@@ -2,9 +2,12 @@
 // The Kubernetes port: the subset of the API that stsresize uses, in API-server terms.
 // Implementations: adapters/kube (HTTP, the real thing) and adapters/fake (in memory, for tests).
 // Both are held to the same contract suite (tests/contract).
+#include <chrono>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,6 +98,32 @@ struct KubeError {
 template <class T>
 using KubeResult = std::expected<T, KubeError>;
 
+enum class WatchEventType { Added, Modified, Deleted, Bookmark };
+std::string_view to_string(WatchEventType type);
+
+// One change, as kube-apiserver streams it. With a selector, an object that starts matching
+// arrives as Added and one that stops matching as Deleted (its last matching state).
+struct WatchEvent {
+  WatchEventType type;
+  Json object;  // the object after the change (Deleted: its last state); Bookmark: only
+                // apiVersion/kind/metadata.resourceVersion
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  // Deliver changes after this version (an informer passes the list's resourceVersion). Empty
+  // means what kube-apiserver does for an unset resourceVersion: synthetic Added events for
+  // every existing object, then the changes.
+  std::string resource_version;
+  bool allow_bookmarks = true;
+  Duration timeout =
+      std::chrono::minutes{5};  // the server ends the stream after this (timeoutSeconds)
+};
+
+// Return false to stop watching.
+using WatchHandler = std::function<bool(const WatchEvent&)>;
+
 class Kubernetes {
  public:
   virtual ~Kubernetes() = default;
@@ -111,6 +140,12 @@ class Kubernetes {
   virtual KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) = 0;
   // Succeeds when deletion was accepted; the object may linger while finalizers run.
   virtual KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) = 0;
+  // Streams changes until the server ends the stream (timeout), the handler returns false, or
+  // `stop` is requested: all three return success. Errors: Gone when the resourceVersion is too
+  // old (HTTP 410 or an in-stream ERROR event with code 410: relist), any mapped request error,
+  // Unreachable when the stream breaks or stays silent past the idle timeout.
+  virtual KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                                 std::stop_token stop, const WatchHandler& handler) = 0;
 };
 
 }  // namespace stsresize
