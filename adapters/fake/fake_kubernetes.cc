@@ -1,7 +1,10 @@
 #include "adapters/fake/fake_kubernetes.h"
 
 #include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "adapters/clock/rfc3339.h"
 #include "adapters/fake/api_rules.h"
@@ -155,6 +158,47 @@ void keep_metadata(Json& object, const Json& old, const char* key) {
   }
 }
 
+struct WatchFilter {
+  Kind kind;
+  std::string ns;  // empty: every namespace
+  fake::LabelSelector labels;
+  fake::FieldSelector fields;
+
+  bool selects(const Json& object) const {
+    if (!object.is_object()) return false;  // no such state (before a create)
+    const Json metadata = object.value("metadata", Json::object());
+    if (!ns.empty() && text_at(metadata, "namespace") != ns) return false;
+    return labels.matches(metadata.value("labels", Json::object())) &&
+           fields.matches(
+               [&](const std::string& field) { return field_value(kind, object, field); });
+  }
+};
+
+// The watch cache's rule (cacheWatcher.convertToWatchEvent): what a watcher sees of a write
+// depends on whether the object matched its filter before and after.
+std::optional<WatchEvent> watch_event(const WatchFilter& filter, const Mutation& mutation,
+                                      const Json& previous) {
+  if (mutation.ref.kind != filter.kind) return std::nullopt;
+  const bool now_selected = !mutation.deleted && filter.selects(mutation.object);
+  const bool was_selected = filter.selects(previous);
+  if (now_selected) {
+    return WatchEvent{was_selected ? WatchEventType::Modified : WatchEventType::Added,
+                      mutation.object};
+  }
+  if (!was_selected) return std::nullopt;
+  // The last state the watcher could see, at the version of the write that took it away.
+  Json last = previous;
+  last["metadata"]["resourceVersion"] = std::to_string(mutation.resource_version);
+  return WatchEvent{WatchEventType::Deleted, std::move(last)};
+}
+
+std::optional<std::int64_t> parse_resource_version(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
 Propagation effective_propagation(Kind kind, Propagation requested) {
   if (requested != Propagation::Default) return requested;
   // batch/v1 Job's DefaultGarbageCollectionPolicy is OrphanDependents.
@@ -179,12 +223,14 @@ std::string_view to_string(Verb verb) {
       return "patch";
     case Verb::Remove:
       return "remove";
+    case Verb::Watch:
+      return "watch";
   }
   return "unknown";
 }
 
 bool is_mutating(Verb verb) {
-  return verb != Verb::Get && verb != Verb::List;
+  return verb != Verb::Get && verb != Verb::List && verb != Verb::Watch;
 }
 
 // The port for the cluster's own components: the same rules, none of the test controls.
@@ -220,6 +266,10 @@ class FakeKubernetes::SystemClient final : public Kubernetes {
     std::lock_guard lock{fake_.mutex_};
     return fake_.do_remove(Actor::System, ref, options);
   }
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override {
+    return fake_.serve_watch(kind, ns, options, std::move(stop), handler);
+  }
 
  private:
   FakeKubernetes& fake_;
@@ -228,7 +278,10 @@ class FakeKubernetes::SystemClient final : public Kubernetes {
 FakeKubernetes::FakeKubernetes(const Clock& clock, std::uint64_t seed)
     : clock_(clock),
       random_state_(seed * 0x9E3779B97F4A7C15ULL + 1),
-      system_(std::make_unique<SystemClient>(*this)) {}
+      system_(std::make_unique<SystemClient>(*this)) {
+  // The history starts here: older versions were never seen, as if compacted.
+  compacted_resource_version_ = resource_version_;
+}
 
 FakeKubernetes::~FakeKubernetes() = default;
 
@@ -297,12 +350,121 @@ KubeResult<void> FakeKubernetes::remove(const ObjectRef& ref, const DeleteOption
                          [&] { return do_remove(Actor::Client, ref, options); });
 }
 
+struct FakeKubernetes::WatchStart {
+  WatchFilter filter;
+  std::size_t position = 0;         // the first history entry the watch has not considered
+  std::vector<WatchEvent> initial;  // synthetic Added events (no resourceVersion given)
+};
+
+KubeResult<FakeKubernetes::WatchStart> FakeKubernetes::start_watch(
+    Kind kind, const std::string& ns, const WatchOptions& options) const {
+  auto labels = fake::LabelSelector::parse(options.label_selector);
+  if (!labels) return fail(KubeErrorCode::BadRequest, labels.error());
+  auto fields = fake::FieldSelector::parse(options.field_selector);
+  if (!fields) return fail(KubeErrorCode::BadRequest, fields.error());
+  for (const auto& requirement : fields->requirements()) {
+    if (!field_value(kind, Json::object(), requirement.field)) {
+      return fail(KubeErrorCode::BadRequest, "field label not supported: " + requirement.field);
+    }
+  }
+  WatchStart start{
+      .filter = {kind, is_namespaced(kind) ? ns : "", std::move(*labels), std::move(*fields)},
+      .position = history_.size(),
+      .initial = {},
+  };
+  // "0" is "any version" to the server; it too starts with the current state.
+  if (options.resource_version.empty() || options.resource_version == "0") {
+    for (const Json& object : list_raw(kind, start.filter.ns)) {
+      if (start.filter.selects(object)) {
+        start.initial.push_back(WatchEvent{WatchEventType::Added, object});
+      }
+    }
+    return start;
+  }
+  const auto version = parse_resource_version(options.resource_version);
+  if (!version) {
+    return fail(KubeErrorCode::BadRequest,
+                "invalid resource version \"" + options.resource_version + "\"");
+  }
+  if (*version < compacted_resource_version_) {
+    return fail(KubeErrorCode::Gone, "too old resource version: " + options.resource_version +
+                                         " (" + std::to_string(compacted_resource_version_) + ")");
+  }
+  const auto first_after =
+      std::ranges::upper_bound(history_, *version, {}, &Mutation::resource_version);
+  start.position = static_cast<std::size_t>(first_after - history_.begin());
+  return start;
+}
+
+KubeResult<void> FakeKubernetes::watch(Kind kind, const std::string& ns,
+                                       const WatchOptions& options, std::stop_token stop,
+                                       const WatchHandler& handler) {
+  FaultDecision decision;
+  {
+    std::lock_guard lock{mutex_};
+    ++calls_[{Verb::Watch, kind}];
+    if (mutation_budget_ && mutations_ - mutations_at_budget_ >= *mutation_budget_) {
+      return fail(KubeErrorCode::Unreachable, "injected crash: mutation budget spent");
+    }
+    decision = decide_faults(Verb::Watch, kind, "");
+  }
+  for (const auto& action : decision.actions) action();
+  if (decision.before) return std::unexpected(*decision.before);
+  auto result = serve_watch(kind, ns, options, stop, handler);
+  if (result && decision.after) return std::unexpected(*decision.after);
+  return result;
+}
+
+KubeResult<void> FakeKubernetes::serve_watch(Kind kind, const std::string& ns,
+                                             const WatchOptions& options, std::stop_token stop,
+                                             const WatchHandler& handler) {
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  std::unique_lock lock{mutex_};
+  auto start = start_watch(kind, ns, options);
+  if (!start) return std::unexpected(start.error());
+  const std::uint64_t breaks_at_start = watch_breaks_;
+  std::vector<WatchEvent> pending = std::move(start->initial);
+  std::size_t position = start->position;
+  for (;;) {
+    if (watch_breaks_ != breaks_at_start) return std::unexpected(watch_break_error_);
+    for (; position < history_.size(); ++position) {
+      if (auto event = watch_event(start->filter, history_[position], previous_states_[position])) {
+        pending.push_back(std::move(*event));
+      }
+    }
+    if (!pending.empty()) {
+      // The handler may call back into the fake, or take its time: never under the lock.
+      lock.unlock();
+      for (const WatchEvent& event : pending) {
+        if (stop.stop_requested() || !handler(event)) return {};
+      }
+      pending.clear();
+      lock.lock();
+      continue;
+    }
+    const bool woken = history_changed_.wait_until(lock, stop, deadline, [&] {
+      return position < history_.size() || watch_breaks_ != breaks_at_start;
+    });
+    if (watch_breaks_ != breaks_at_start) return std::unexpected(watch_break_error_);
+    if (stop.stop_requested()) return {};
+    if (!woken) break;  // the server's timeout
+  }
+  if (options.allow_bookmarks) {
+    Json bookmark = {{"metadata", {{"resourceVersion", std::to_string(resource_version_)}}}};
+    set_type_meta(kind, bookmark);
+    lock.unlock();
+    handler(WatchEvent{WatchEventType::Bookmark, std::move(bookmark)});
+  }
+  return {};
+}
+
 FakeKubernetes::FaultDecision FakeKubernetes::decide_faults(Verb verb, Kind kind,
                                                             const std::string& name) {
   FaultDecision decision;
   for (FaultRule& rule : faults_) {
-    const bool matches = (!rule.verb || *rule.verb == verb) && (!rule.kind || *rule.kind == kind) &&
-                         (!rule.name || (verb != Verb::List && *rule.name == name));
+    const bool matches =
+        (!rule.verb || *rule.verb == verb) && (!rule.kind || *rule.kind == kind) &&
+        (!rule.name || (verb != Verb::List && verb != Verb::Watch && *rule.name == name));
     if (!matches || rule.times == 0) continue;
     const bool decided = decision.before || decision.after;
     if (rule.error && decided && !rule.action) continue;  // one error per call
@@ -346,6 +508,18 @@ int FakeKubernetes::calls(Verb verb, std::optional<Kind> kind) const {
 int FakeKubernetes::mutations() const {
   std::lock_guard lock{mutex_};
   return mutations_;
+}
+
+void FakeKubernetes::compact() {
+  std::lock_guard lock{mutex_};
+  compacted_resource_version_ = resource_version_;
+}
+
+void FakeKubernetes::break_watches(KubeError error) {
+  std::lock_guard lock{mutex_};
+  watch_break_error_ = std::move(error);
+  ++watch_breaks_;
+  history_changed_.notify_all();
 }
 
 std::vector<Mutation> FakeKubernetes::history() const {
@@ -575,9 +749,10 @@ KubeResult<Json> FakeKubernetes::do_update(Actor actor, Verb verb, Kind kind, co
   }
   if (object == old) return old;  // nothing changed: etcd is not written
   if (object["metadata"].contains("deletionTimestamp") && !has_finalizers(object)) {
-    record(actor, verb, key, object, true);
+    // The store deletes instead of writing; etcd's delete event carries the last stored state.
     objects_.erase(key);
     ++resource_version_;
+    record(actor, verb, key, object, old, true);
     return object;
   }
   return store(actor, verb, kind, std::move(object));
@@ -692,8 +867,9 @@ Json FakeKubernetes::store(Actor actor, Verb verb, Kind kind, Json object) {
   object["metadata"]["resourceVersion"] = next_resource_version();
   const ObjectRef ref = ref_of(kind, object);
   const Key key{kind, ref.ns, ref.name};
-  objects_[key] = object;
-  record(actor, verb, key, object, false);
+  Json& stored = objects_[key];
+  Json previous = std::exchange(stored, object);
+  record(actor, verb, key, object, std::move(previous), false);
   return object;
 }
 
@@ -703,11 +879,11 @@ void FakeKubernetes::erase(Actor actor, Verb verb, const Key& key) {
   const Json last = it->second;
   objects_.erase(it);
   ++resource_version_;
-  record(actor, verb, key, last, true);
+  record(actor, verb, key, last, last, true);
 }
 
 void FakeKubernetes::record(Actor actor, Verb verb, const Key& key, const Json& object,
-                            bool deleted) {
+                            Json previous, bool deleted) {
   Mutation mutation{
       .sequence = std::ssize(history_) + 1,
       .actor = actor,
@@ -716,8 +892,11 @@ void FakeKubernetes::record(Actor actor, Verb verb, const Key& key, const Json& 
       .object = object,
       .deleted = deleted,
       .time = clock_.now(),
+      .resource_version = resource_version_,
   };
   history_.push_back(mutation);
+  previous_states_.push_back(std::move(previous));
+  history_changed_.notify_all();
   const auto observers = observers_;  // an observer may register another
   for (const auto& observer : observers) observer(mutation);
 }

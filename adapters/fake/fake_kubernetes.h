@@ -32,12 +32,24 @@
 //   items sorted by namespace/name without kind/apiVersion (as the server sends them), paging with
 //   an opaque continue token. Deviation: later pages read the current state, not a snapshot
 //   at the first page's resourceVersion (they still report that resourceVersion).
-// Not modelled: watch, managedFields / server-side apply, strategic merge patch, quantity
+// - watch: served from the write history. From a resourceVersion: every matching write after
+//   it (Added for creates, Modified for updates and patches, Deleted with the last stored
+//   state and the deletion's resourceVersion); with a selector, an object that starts matching
+//   is Added and one that stops matching is Deleted, as the watch cache does. Without one:
+//   synthetic Added events for the current objects first. A resourceVersion older than the
+//   last compact() is Gone. Deviations: kube-apiserver sends bookmarks about every minute and
+//   2 s before the timeout; the fake sends one, when the timeout ends the stream. A
+//   resourceVersion newer than the current one is accepted (the server waits up to 3 s for
+//   it, then fails with 504 "Too large resource version"). The timeout is real (steady) time.
+// Not modelled: managedFields / server-side apply, strategic merge patch, quantity
 // canonicalisation, namespaces as objects (any namespace is accepted), graceful pod deletion
 // (pods are removed at once), most validation outside what stsresize touches.
 //
 // Test controls: fault rules and a mutation budget (simulated crash), call counters, a history
-// of every write, raw access for setting up states the API would not allow. Thread-safe.
+// of every write, raw access for setting up states the API would not allow, watch compaction
+// and broken watches. Thread-safe; watch handlers run without the fake's lock, so they may call
+// back into it (but watch() itself must not be called from an on_mutation observer).
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,7 +65,7 @@
 
 namespace stsresize {
 
-enum class Verb { Get, List, Create, Update, UpdateStatus, Patch, Remove };
+enum class Verb { Get, List, Create, Update, UpdateStatus, Patch, Remove, Watch };
 std::string_view to_string(Verb verb);
 bool is_mutating(Verb verb);
 
@@ -69,6 +81,7 @@ struct Mutation {
   Json object;           // as stored after the write; for a deletion, the last stored state
   bool deleted = false;  // the object no longer exists after this write
   TimePoint time;
+  std::int64_t resource_version = 0;  // the cluster's resourceVersion this write produced
 };
 
 struct FaultRule {
@@ -78,7 +91,7 @@ struct FaultRule {
   //   kube.inject({.verb = Verb::Get, .kind = Kind::Pod, .error = KubeError{...}});
   std::optional<Verb> verb = {};  // nullopt: any verb
   std::optional<Kind> kind = {};
-  std::optional<std::string> name = {};  // never matches list calls
+  std::optional<std::string> name = {};  // never matches list and watch calls
   int times = 1;                         // matching calls affected, or kForever
   // Fail instead of executing...
   std::optional<KubeError> error = {};
@@ -104,6 +117,8 @@ class FakeKubernetes final : public Kubernetes {
   KubeResult<Json> update_status(Kind kind, const Json& object) override;
   KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override;
 
   // The same API rules as the cluster's own components use them: no faults, no budget, not
   // counted, recorded in history as Actor::System. For test setup and simulated controllers.
@@ -115,6 +130,10 @@ class FakeKubernetes final : public Kubernetes {
   // After `n` more successful mutating client calls, every client call fails with
   // Unreachable("injected crash") until the budget is reset; nullopt lifts it.
   void set_mutation_budget(std::optional<int> n);
+  // As etcd compaction: a watch from a resourceVersion older than the current one gets Gone.
+  void compact();
+  // Every open watch returns `error` at once (an API server restart, a broken connection).
+  void break_watches(KubeError error);
 
   // ---- Observation ----
   // Client calls attempted (including failed and injected ones), by verb and optionally kind.
@@ -164,7 +183,15 @@ class FakeKubernetes final : public Kubernetes {
   void orphan_dependents(const std::string& owner_uid);
   Json store(Actor actor, Verb verb, Kind kind, Json object);
   void erase(Actor actor, Verb verb, const Key& key);
-  void record(Actor actor, Verb verb, const Key& key, const Json& object, bool deleted);
+  // `previous`: the stored state before the write (null for a create).
+  void record(Actor actor, Verb verb, const Key& key, const Json& object, Json previous,
+              bool deleted);
+  struct WatchStart;
+  KubeResult<WatchStart> start_watch(Kind kind, const std::string& ns,
+                                     const WatchOptions& options) const;
+  // Takes mutex_ itself (and releases it while waiting and while the handler runs).
+  KubeResult<void> serve_watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                               std::stop_token stop, const WatchHandler& handler);
   std::string next_resource_version();
   std::uint64_t next_random();  // deterministic per seed
   std::string new_uid();
@@ -181,6 +208,11 @@ class FakeKubernetes final : public Kubernetes {
   int mutations_at_budget_ = 0;
   std::map<std::pair<Verb, Kind>, int> calls_;
   std::vector<Mutation> history_;
+  std::vector<Json> previous_states_;  // per history_ entry: the object before the write
+  std::int64_t compacted_resource_version_ = 0;
+  std::uint64_t watch_breaks_ = 0;  // bumped by break_watches()
+  KubeError watch_break_error_{KubeErrorCode::Unreachable, {}, Duration{0}};
+  std::condition_variable_any history_changed_;
   std::vector<std::function<void(const Mutation&)>> observers_;
   std::unique_ptr<SystemClient> system_;
 };

@@ -13,6 +13,7 @@ std::unique_ptr<KubernetesUnderTest> make_fake() {
   under_test->kubernetes = fake.get();
   under_test->ns = "contract";
   under_test->owned = {fake, clock};
+  under_test->expired_resource_version = "1";  // its history starts at its creation
   return under_test;
 }
 

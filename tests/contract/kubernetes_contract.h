@@ -29,6 +29,11 @@ struct KubernetesUnderTest {
   std::string ns;
   std::function<void()> cleanup;             // runs on destruction
   std::vector<std::shared_ptr<void>> owned;  // whatever `kubernetes` needs to stay alive
+  // A resourceVersion a watch certainly cannot start from any more (Gone), or empty when none is
+  // known. A freshly started kube-apiserver has none: its watch cache began before the first
+  // write (a watch from "1" replays everything), and it only forgets events once its buffer
+  // evicts them (full, and the oldest older than 75 s) or etcd compacts (every 5 minutes).
+  std::string expired_resource_version;
 
   KubernetesUnderTest() = default;
   KubernetesUnderTest(const KubernetesUnderTest&) = delete;
@@ -55,6 +60,7 @@ class KubernetesContract : public ::testing::TestWithParam<KubernetesFactory> {
   }
   Kubernetes& kube() { return *under_test_->kubernetes; }
   const std::string& ns() const { return under_test_->ns; }
+  const KubernetesUnderTest& under_test() const { return *under_test_; }
 
  private:
   std::unique_ptr<KubernetesUnderTest> under_test_;
