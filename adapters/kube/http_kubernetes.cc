@@ -6,10 +6,15 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <exception>
 #include <vector>
+
+#include "adapters/kube/watch_framing.h"
 
 namespace stsresize {
 namespace {
@@ -219,6 +224,23 @@ std::string metadata_string(const Json& object, const char* key) {
   return value != meta->end() && value->is_string() ? value->get<std::string>() : std::string{};
 }
 
+// OpenSSL writes to the socket with write(2), not send(MSG_NOSIGNAL): a TLS close_notify on a
+// connection the server (or a watch's stop()) has shut down raises SIGPIPE, whose default
+// action kills the process. The write then fails with EPIPE instead, which is handled. A
+// handler the program installed itself is left alone.
+void ignore_broken_pipes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      sigemptyset(&ignore.sa_mask);
+      sigaction(SIGPIPE, &ignore, nullptr);
+    }
+  });
+}
+
 // Rather than trust the system's roots in addition to the kubeconfig's CA, point httplib's
 // "CA directory" at a path that holds nothing: it then adds no default verify paths.
 constexpr const char* kNoExtraRoots = "/nonexistent/stsresize-no-system-roots";
@@ -413,6 +435,17 @@ class HttpKubernetes::Connections {
     return make();
   }
 
+  // A client for one long request, never pooled: reads wait at most `read_timeout` for data.
+  std::unique_ptr<httplib::ClientImpl> make_dedicated(Duration read_timeout) const {
+    auto client = make();
+    if (!client) return nullptr;
+    client->set_read_timeout(read_timeout);
+    client->set_keep_alive(false);
+    return client;
+  }
+
+  const HttpKubernetesOptions& options() const { return options_; }
+
   // Back into the pool after a complete exchange; clients that failed are just dropped.
   void release(std::unique_ptr<httplib::ClientImpl> client) {
     std::lock_guard lock(mutex_);
@@ -461,6 +494,7 @@ class HttpKubernetes::Connections {
 
 std::expected<std::unique_ptr<HttpKubernetes>, std::string> HttpKubernetes::create(
     KubeConfig config, HttpKubernetesOptions options) {
+  ignore_broken_pipes();
   const std::string where = config.source.empty() ? "kube config" : config.source;
   auto address = parse_server_url(config.server);
   if (!address) return std::unexpected(where + ": " + address.error());
@@ -510,10 +544,20 @@ const std::string& HttpKubernetes::default_namespace() const {
   return config_.ns;
 }
 
+void HttpKubernetes::report(std::string_view operation, int status,
+                            std::chrono::steady_clock::time_point started) {
+  counters_.record(operation, status);
+  if (const auto& hook = connections_->options().on_request) {
+    hook(operation, status,
+         std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - started));
+  }
+}
+
 KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_view method,
                                       const std::string& path_and_query, const std::string* body,
                                       std::string_view content_type) {
   const std::string request = std::string{method} + " " + path_and_query;
+  const auto started = std::chrono::steady_clock::now();
   try {
     auto token = token_.current();
     if (!token)
@@ -532,13 +576,13 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
 
     auto client = connections_->acquire();
     if (!client) {
-      counters_.record(operation, 0);
+      report(operation, 0, started);
       return Unexpected(local_error(KubeErrorCode::Unreachable,
                                     request + ": cannot set up a TLS client: " + openssl_error()));
     }
     httplib::Result result = client->send(http);
     if (!result) {
-      counters_.record(operation, 0);
+      report(operation, 0, started);
       std::string why = httplib::to_string(result.error());
       if (result.error() == httplib::Error::SSLServerVerification) {
         if (auto* tls = dynamic_cast<httplib::SSLClient*>(client.get())) {
@@ -552,7 +596,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
     }
     connections_->release(std::move(client));
     const int status = result->status;
-    counters_.record(operation, status);
+    report(operation, status, started);
     if (status < 200 || status >= 300) {
       return Unexpected(error_from_response(status, result->body,
                                             result->get_header_value("Retry-After"), request));
@@ -684,6 +728,138 @@ KubeResult<void> HttpKubernetes::remove(const ObjectRef& ref, const DeleteOption
   auto answer = call("delete", "DELETE", *path, &*body, "application/json");
   if (!answer) return Unexpected(answer.error());
   return {};
+}
+
+KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
+                                       const WatchOptions& options, std::stop_token stop,
+                                       const WatchHandler& handler) {
+  std::string path = resource_path(kind, ns) + "?watch=1";
+  const auto add = [&](std::string_view key, std::string_view value) {
+    path += '&';
+    path += key;
+    path += '=';
+    path += url_encode(value);
+  };
+  if (!options.resource_version.empty()) add("resourceVersion", options.resource_version);
+  if (options.allow_bookmarks) add("allowWatchBookmarks", "true");
+  const auto timeout_seconds =
+      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(options.timeout).count());
+  add("timeoutSeconds", std::to_string(timeout_seconds));
+  if (!options.label_selector.empty()) add("labelSelector", options.label_selector);
+  if (!options.field_selector.empty()) add("fieldSelector", options.field_selector);
+  const std::string request = "GET " + path;
+  const auto started = std::chrono::steady_clock::now();
+
+  try {
+    auto token = token_.current();
+    if (!token)
+      return Unexpected(local_error(KubeErrorCode::Unauthorized, request + ": " + token.error()));
+
+    // Silence is normal up to the next bookmark; without bookmarks, up to the server's timeout.
+    Duration idle_timeout = connections_->options().watch_idle_timeout;
+    if (!options.allow_bookmarks) {
+      idle_timeout = std::max<Duration>(
+          idle_timeout, std::chrono::seconds{timeout_seconds} + std::chrono::seconds{30});
+    }
+    auto client = connections_->make_dedicated(idle_timeout);
+    if (!client) {
+      report("watch", 0, started);
+      return Unexpected(local_error(KubeErrorCode::Unreachable,
+                                    request + ": cannot set up a TLS client: " + openssl_error()));
+    }
+    // stop() shuts the socket down under httplib's socket mutex, which is safe while another
+    // thread reads from it; a stop before the connection exists is caught by the flag when the
+    // response headers (or the first bytes) arrive.
+    std::atomic<bool> stopping{false};
+    const std::stop_callback on_stop{stop, [&] {
+                                       stopping = true;
+                                       client->stop();
+                                     }};
+    if (stopping) return {};
+
+    httplib::Request http;
+    http.method = "GET";
+    http.path = connections_->address().base_path + path;
+    http.set_header("Accept", "application/json");
+    http.set_header("User-Agent", connections_->user_agent());
+    if (!token->empty()) http.set_header("Authorization", "Bearer " + *token);
+
+    int status = 0;
+    bool reported = false;
+    std::string retry_after;
+    std::string error_body;  // the answer when it is not a stream
+    std::optional<KubeError> stream_error;
+    bool handler_done = false;
+    LineFramer framer;
+    http.response_handler = [&](const httplib::Response& response) {
+      status = response.status;
+      retry_after = response.get_header_value("Retry-After");
+      report("watch", status, started);
+      reported = true;
+      return !stopping;
+    };
+    http.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+      if (stopping) return false;
+      if (status < 200 || status >= 300) {
+        constexpr std::size_t kKeptErrorBody = 64 * 1024;
+        error_body.append(
+            data, std::min(size, kKeptErrorBody - std::min(kKeptErrorBody, error_body.size())));
+        return true;
+      }
+      const auto fed = framer.feed({data, size}, [&](std::string_view line) {
+        auto event = decode_watch_event(line, request);
+        if (!event) {
+          stream_error = std::move(event.error());
+          return false;
+        }
+        if (!handler(*event)) {
+          handler_done = true;
+          return false;
+        }
+        return !stopping.load();
+      });
+      if (fed == LineFramer::Fed::LineTooLong) {
+        stream_error = local_error(KubeErrorCode::ServerError,
+                                   request + ": watch stream: a line longer than " +
+                                       std::to_string(LineFramer::kDefaultMaxLine) + " bytes");
+      }
+      return fed == LineFramer::Fed::Consumed;
+    };
+
+    const httplib::Result result = client->send(http);
+    if (!reported) report("watch", 0, started);
+    if (handler_done || stopping) return {};
+    if (stream_error) return Unexpected(std::move(*stream_error));
+    if (!result) {
+      std::string why = httplib::to_string(result.error());
+      if (result.error() == httplib::Error::SSLServerVerification) {
+        if (auto* tls = dynamic_cast<httplib::SSLClient*>(client.get())) {
+          why += std::string{" ("} +
+                 X509_verify_cert_error_string(tls->get_openssl_verify_result()) + ")";
+        }
+      }
+      ERR_clear_error();
+      const std::string what =
+          reported
+              ? "the stream broke or stayed silent for " +
+                    std::to_string(std::chrono::ceil<std::chrono::seconds>(idle_timeout).count()) +
+                    " s"
+              : "no answer from " + config_.server;
+      return Unexpected(
+          local_error(KubeErrorCode::Unreachable, request + ": " + what + ": " + why));
+    }
+    if (status < 200 || status >= 300) {
+      return Unexpected(error_from_response(status, error_body, retry_after, request));
+    }
+    if (framer.pending() > 0) {
+      return Unexpected(local_error(KubeErrorCode::Unreachable,
+                                    request + ": the stream ended in the middle of an event"));
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return Unexpected(
+        local_error(KubeErrorCode::Unreachable, request + ": watch failed: " + e.what()));
+  }
 }
 
 }  // namespace stsresize

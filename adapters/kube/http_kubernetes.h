@@ -11,9 +11,14 @@
 //
 // Errors: every non-2xx answer becomes a KubeError mapped from the HTTP status and the Status
 // object (error_from_response); no exception from httplib, nlohmann or OpenSSL escapes.
+//
+// Watch: each call has a client (and connection) of its own, outside the pool, so that `stop`
+// can shut its socket down from another thread and so a long stream holds no pooled client.
+// A watch whose stream stays silent longer than watch_idle_timeout ends in Unreachable.
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,10 +37,22 @@ struct HttpKubernetesOptions {
   Duration read_timeout = std::chrono::seconds{30};  // also the write timeout
   std::string user_agent = "stsresize/0.1";
   std::size_t max_idle_connections = 8;  // clients kept for reuse; more are made on demand
+  // The longest silence a watch stream may keep before it counts as dead (a half-open
+  // connection never ends by itself). kube-apiserver sends a bookmark about every minute to a
+  // watch that allows them (cacher's defaultBookmarkFrequency), so 90 s leaves a margin; a
+  // watch without bookmarks waits at least its own timeout (plus 30 s) instead. On a cluster
+  // where nothing at all is written, bookmarks may not come: the watch then ends in Unreachable
+  // and is simply restarted from its last resourceVersion.
+  Duration watch_idle_timeout = std::chrono::seconds{90};
+  // Called after every request: `verb` is the operation as RequestCounters names it, `status`
+  // the HTTP status (0: no answer), `latency` until the answer (for a watch: until the
+  // response headers, or the failure). Runs on the calling thread; must not throw.
+  std::function<void(std::string_view verb, int status, Duration latency)> on_request;
 };
 
 // Requests made, by operation ("get", "list", "create", "update", "update_status", "patch",
-// "delete", "raw") and HTTP status; status 0 means no answer (Unreachable). For /metrics later.
+// "delete", "watch", "raw") and HTTP status; status 0 means no answer (Unreachable). For /metrics
+// later.
 class RequestCounters {
  public:
   using Key = std::pair<std::string, int>;  // operation, status
@@ -87,6 +104,8 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<Json> update_status(Kind kind, const Json& object) override;
   KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override;
 
   // A request outside the port's kinds (e.g. creating a Namespace in tests). `path_and_query`
   // is sent as is (already encoded); a 2xx answer's JSON body (null if empty) is returned.
@@ -105,6 +124,8 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<Json> call(std::string_view operation, std::string_view method,
                         const std::string& path_and_query, const std::string* body,
                         std::string_view content_type);
+  void report(std::string_view operation, int status,
+              std::chrono::steady_clock::time_point started);
 
   KubeConfig config_;
   BearerToken token_;
