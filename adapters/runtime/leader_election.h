@@ -38,11 +38,14 @@ struct LeaderElectionOptions {
   Duration retry_period = std::chrono::seconds{2};
 };
 
+// Under LeaderElectionRunner both run on its threads (the ticker, or the watchdog for a missed
+// renew deadline), never concurrently and always alternating; they must return quickly and
+// must not call stop() or release().
 struct LeaderCallbacks {
-  // Called on the thread that won the lease; start the controller's workers.
+  // This process won the lease: start the controller's workers.
   std::function<void()> on_started_leading;
-  // Called when leadership ends for any reason: renew deadline missed, another holder seen, or
-  // release(). Stop all work that needs leadership, promptly. Called once per started.
+  // Leadership ended for any reason: renew deadline missed, another holder seen, or release().
+  // Stop all work that needs leadership, promptly. Called once per started.
   std::function<void()> on_stopped_leading;
 };
 
