@@ -12,7 +12,11 @@
 //     jittered exponential backoff, then watch again from the last resourceVersion (no
 //     events are lost or repeated: the server replays everything after it);
 //   - any other watch error → backoff, then list again;
-//   - a failed list → backoff, then list again.
+//   - a failed list → backoff, then list again;
+//   - a watch that ends within a second without delivering anything (not even a bookmark) is
+//     backed off like an error, so that a server closing streams at once cannot spin the loop.
+// The backoff (initial_backoff doubling up to max_backoff, each wait jittered up to twice the
+// step) starts again after a successful list or a watch that delivered something.
 // A list replaces the store: objects that vanished are reported Deleted, new ones Added, and
 // ones whose resourceVersion changed Modified (unchanged ones are not reported).
 //
@@ -99,6 +103,7 @@ class Informer {
 
   // Before start(). For Deleted, `object` is the last known state.
   void add_handler(Handler handler);
+  // Starts the loop; once per informer (stop() is final).
   void start();
   // Ends the loop, interrupting a watch or a backoff; returns once the thread has ended.
   void stop();
