@@ -140,6 +140,16 @@ class Kubernetes {
   virtual KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) = 0;
   // Succeeds when deletion was accepted; the object may linger while finalizers run.
   virtual KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) = 0;
+  // The /scale subresource (an autoscaling/v1 Scale): the object's name, namespace, uid,
+  // resourceVersion and creationTimestamp, spec.replicas (omitted when 0), status.replicas and
+  // status.selector (the selector as a string). Of the port's kinds only StatefulSets have it;
+  // any other kind is NotFound.
+  virtual KubeResult<Json> get_scale(const ObjectRef& ref) = 0;
+  // Sets spec.replicas through /scale and returns the new Scale. A non-empty `resource_version`
+  // is a precondition (Conflict unless it is the live one); empty updates unconditionally.
+  // Negative replicas are Invalid.
+  virtual KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                        const std::string& resource_version) = 0;
   // Streams changes until the server ends the stream (timeout), the handler returns false, or
   // `stop` is requested: all three return success. Errors: Gone when the resourceVersion is too
   // old (HTTP 410 or an in-stream ERROR event with code 410: relist), any mapped request error,
