@@ -199,6 +199,28 @@ std::optional<std::int64_t> parse_resource_version(std::string_view text) {
   return value;
 }
 
+// kube-apiserver's scaleFromStatefulSet, in autoscaling/v1 JSON.
+Json scale_of(const Json& statefulset) {
+  const Json metadata = statefulset.value("metadata", Json::object());
+  Json scale_metadata = Json::object();
+  for (const char* key : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}) {
+    if (metadata.contains(key)) scale_metadata[key] = metadata[key];
+  }
+  const Json spec = statefulset.value("spec", Json::object());
+  Json scale_spec = Json::object();
+  const auto replicas = spec.value("replicas", 1);
+  if (replicas != 0) scale_spec["replicas"] = replicas;  // omitempty
+  Json status = {{"replicas", statefulset.value("status", Json::object()).value("replicas", 0)}};
+  if (auto selector = fake::LabelSelector::from_json(spec.value("selector", Json::object()))) {
+    if (std::string text = selector->to_string(); !text.empty()) status["selector"] = text;
+  }
+  return Json{{"apiVersion", "autoscaling/v1"},
+              {"kind", "Scale"},
+              {"metadata", std::move(scale_metadata)},
+              {"spec", std::move(scale_spec)},
+              {"status", std::move(status)}};
+}
+
 Propagation effective_propagation(Kind kind, Propagation requested) {
   if (requested != Propagation::Default) return requested;
   // batch/v1 Job's DefaultGarbageCollectionPolicy is OrphanDependents.
@@ -225,12 +247,16 @@ std::string_view to_string(Verb verb) {
       return "remove";
     case Verb::Watch:
       return "watch";
+    case Verb::GetScale:
+      return "get_scale";
+    case Verb::UpdateScale:
+      return "update_scale";
   }
   return "unknown";
 }
 
 bool is_mutating(Verb verb) {
-  return verb != Verb::Get && verb != Verb::List && verb != Verb::Watch;
+  return verb != Verb::Get && verb != Verb::List && verb != Verb::Watch && verb != Verb::GetScale;
 }
 
 // The port for the cluster's own components: the same rules, none of the test controls.
@@ -269,6 +295,15 @@ class FakeKubernetes::SystemClient final : public Kubernetes {
   KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
                          std::stop_token stop, const WatchHandler& handler) override {
     return fake_.serve_watch(kind, ns, options, std::move(stop), handler);
+  }
+  KubeResult<Json> get_scale(const ObjectRef& ref) override {
+    std::lock_guard lock{fake_.mutex_};
+    return fake_.do_get_scale(ref);
+  }
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override {
+    std::lock_guard lock{fake_.mutex_};
+    return fake_.do_update_scale(Actor::System, ref, replicas, resource_version);
   }
 
  private:
@@ -348,6 +383,17 @@ KubeResult<Json> FakeKubernetes::patch(const ObjectRef& ref, PatchType type, con
 KubeResult<void> FakeKubernetes::remove(const ObjectRef& ref, const DeleteOptions& options) {
   return intercept<void>(Verb::Remove, ref.kind, ref.name,
                          [&] { return do_remove(Actor::Client, ref, options); });
+}
+
+KubeResult<Json> FakeKubernetes::get_scale(const ObjectRef& ref) {
+  return intercept<Json>(Verb::GetScale, ref.kind, ref.name, [&] { return do_get_scale(ref); });
+}
+
+KubeResult<Json> FakeKubernetes::update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                              const std::string& resource_version) {
+  return intercept<Json>(Verb::UpdateScale, ref.kind, ref.name, [&] {
+    return do_update_scale(Actor::Client, ref, replicas, resource_version);
+  });
 }
 
 struct FakeKubernetes::WatchStart {
@@ -838,6 +884,40 @@ KubeResult<void> FakeKubernetes::do_remove(Actor actor, const ObjectRef& ref,
   }
   erase(actor, Verb::Remove, key);
   return {};
+}
+
+KubeResult<Json> FakeKubernetes::do_get_scale(const ObjectRef& ref) const {
+  if (ref.kind != Kind::StatefulSet) {
+    return fail(KubeErrorCode::NotFound, "the server could not find the requested resource");
+  }
+  auto object = do_get(ref);
+  if (!object) return object;
+  return scale_of(*object);
+}
+
+KubeResult<Json> FakeKubernetes::do_update_scale(Actor actor, const ObjectRef& ref,
+                                                 std::int32_t replicas,
+                                                 const std::string& resource_version) {
+  auto current = do_get_scale(ref);  // NotFound for kinds without /scale and missing objects
+  if (!current) return current;
+  if (replicas < 0) {
+    return fail(KubeErrorCode::Invalid,
+                "Scale.autoscaling \"" + ref.name +
+                    "\" is invalid: spec.replicas: Invalid value: " + std::to_string(replicas) +
+                    ": must be greater than or equal to 0");
+  }
+  // ScaleREST copies the Scale's resourceVersion into the StatefulSet it updates: empty is an
+  // unconditional update, anything else a precondition.
+  Json object = objects_.at(Key{ref.kind, ref.ns, ref.name});
+  object["spec"]["replicas"] = replicas;
+  if (resource_version.empty()) {
+    object["metadata"].erase("resourceVersion");
+  } else {
+    object["metadata"]["resourceVersion"] = resource_version;
+  }
+  auto updated = do_update(actor, Verb::UpdateScale, ref.kind, object);
+  if (!updated) return updated;
+  return scale_of(*updated);
 }
 
 void FakeKubernetes::orphan_dependents(const std::string& owner_uid) {

@@ -41,6 +41,10 @@
 //   2 s before the timeout; the fake sends one, when the timeout ends the stream. A
 //   resourceVersion newer than the current one is accepted (the server waits up to 3 s for
 //   it, then fails with 504 "Too large resource version"). The timeout is real (steady) time.
+// - scale: a StatefulSet's /scale is the Scale its ScaleREST builds (spec.replicas omitted
+//   when 0, as autoscaling/v1's omitempty does); an update with a resourceVersion is
+//   conditional, without one unconditional, and passes through the StatefulSet's update rules
+//   (generation bumps); other kinds have no /scale (NotFound);
 // Not modelled: managedFields / server-side apply, strategic merge patch, quantity
 // canonicalisation, namespaces as objects (any namespace is accepted), graceful pod deletion
 // (pods are removed at once), most validation outside what stsresize touches.
@@ -65,7 +69,18 @@
 
 namespace stsresize {
 
-enum class Verb { Get, List, Create, Update, UpdateStatus, Patch, Remove, Watch };
+enum class Verb {
+  Get,
+  List,
+  Create,
+  Update,
+  UpdateStatus,
+  Patch,
+  Remove,
+  Watch,
+  GetScale,
+  UpdateScale
+};
 std::string_view to_string(Verb verb);
 bool is_mutating(Verb verb);
 
@@ -119,6 +134,9 @@ class FakeKubernetes final : public Kubernetes {
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
   KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
                          std::stop_token stop, const WatchHandler& handler) override;
+  KubeResult<Json> get_scale(const ObjectRef& ref) override;
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override;
 
   // The same API rules as the cluster's own components use them: no faults, no budget, not
   // counted, recorded in history as Actor::System. For test setup and simulated controllers.
@@ -179,6 +197,9 @@ class FakeKubernetes final : public Kubernetes {
   KubeResult<Json> do_update(Actor actor, Verb verb, Kind kind, const Json& object);
   KubeResult<Json> do_patch(Actor actor, const ObjectRef& ref, PatchType type, const Json& patch);
   KubeResult<void> do_remove(Actor actor, const ObjectRef& ref, const DeleteOptions& options);
+  KubeResult<Json> do_get_scale(const ObjectRef& ref) const;
+  KubeResult<Json> do_update_scale(Actor actor, const ObjectRef& ref, std::int32_t replicas,
+                                   const std::string& resource_version);
   std::optional<KubeError> admit_claim_resize(const Json& claim, const Json& old) const;
   void orphan_dependents(const std::string& owner_uid);
   Json store(Actor actor, Verb verb, Kind kind, Json object);

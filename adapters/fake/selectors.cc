@@ -149,6 +149,44 @@ std::expected<LabelSelector, std::string> LabelSelector::from_json(const Json& s
   return result;
 }
 
+std::string LabelSelector::to_string() const {
+  std::vector<const Requirement*> sorted;
+  for (const Requirement& requirement : requirements_) sorted.push_back(&requirement);
+  std::ranges::stable_sort(sorted, {}, &Requirement::key);
+  std::string text;
+  for (const Requirement* requirement : sorted) {
+    if (!text.empty()) text += ',';
+    std::vector<std::string> values = requirement->values;
+    std::ranges::sort(values);
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    std::string listed;
+    for (const std::string& value : values) listed += (listed.empty() ? "" : ",") + value;
+    const std::string& key = requirement->key;
+    const std::string first = values.empty() ? "" : values.front();
+    switch (requirement->op) {
+      case Operator::Equals:
+        text += key + "=" + first;
+        break;
+      case Operator::NotEquals:
+        text += key + "!=" + first;
+        break;
+      case Operator::In:
+        text += key + " in (" + listed + ")";
+        break;
+      case Operator::NotIn:
+        text += key + " notin (" + listed + ")";
+        break;
+      case Operator::Exists:
+        text += key;
+        break;
+      case Operator::DoesNotExist:
+        text += "!" + key;
+        break;
+    }
+  }
+  return text;
+}
+
 bool LabelSelector::matches(const Json& labels) const {
   return std::ranges::all_of(requirements_, [&](const Requirement& requirement) {
     std::optional<std::string> value = label_value(labels, requirement.key);

@@ -29,6 +29,9 @@ class LabelSelector {
   static std::expected<LabelSelector, std::string> from_json(const Json& selector);
   // `labels` is metadata.labels (absent/null means no labels).
   bool matches(const Json& labels) const;
+  // As labels.Selector's String() writes it (a Scale's status.selector): requirements sorted by
+  // key, "k=v", "k!=v", "k in (a,b)", "k notin (a,b)", "k", "!k", set values sorted.
+  std::string to_string() const;
 
  private:
   std::vector<Requirement> requirements_;

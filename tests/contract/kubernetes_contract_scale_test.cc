@@ -1,0 +1,120 @@
+// The /scale subresource part of the Kubernetes contract (same fixture, so every instantiation
+// runs it). Checked against kube-apiserver's StatefulSet ScaleREST (scaleFromStatefulSet: the
+// Scale carries the StatefulSet's name, namespace, uid, resourceVersion and creationTimestamp,
+// spec.replicas, status.replicas and the selector as a string; an update sets spec.replicas with
+// the Scale's resourceVersion as the precondition).
+#include "tests/contract/kubernetes_contract.h"
+
+namespace stsresize::contract {
+namespace {
+
+Json scaled_statefulset(const std::string& ns, const std::string& name) {
+  const Json labels = {{"app", name}};
+  Json selector = {
+      {"matchLabels", labels},
+      {"matchExpressions", {{{"key", "tier"}, {"operator", "In"}, {"values", {"db", "cache"}}}}}};
+  Json template_labels = labels;
+  template_labels["tier"] = "db";
+  return Json{
+      {"apiVersion", "apps/v1"},
+      {"kind", "StatefulSet"},
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"replicas", 0},
+        {"serviceName", name},
+        {"selector", selector},
+        {"template",
+         {{"metadata", {{"labels", template_labels}}},
+          {"spec",
+           {{"containers", {{{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}}}}}}}}}}};
+}
+
+std::string rv(const Json& object) {
+  return object["metadata"].value("resourceVersion", "");
+}
+
+#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
+#define EXPECT_CODE(result, expected_code)                                       \
+  do {                                                                           \
+    ASSERT_FALSE(result) << "expected " << to_string(expected_code);             \
+    EXPECT_EQ((result).error().code, expected_code) << (result).error().message; \
+  } while (false)
+
+TEST_P(KubernetesContract, ScaleOfAStatefulSetMirrorsItsReplicasMetadataAndSelector) {
+  auto created = kube().create(Kind::StatefulSet, scaled_statefulset(ns(), "scaled"));
+  ASSERT_OK(created);
+  auto scale = kube().get_scale({Kind::StatefulSet, ns(), "scaled"});
+  ASSERT_OK(scale);
+  EXPECT_EQ(scale->value("apiVersion", ""), "autoscaling/v1");
+  EXPECT_EQ(scale->value("kind", ""), "Scale");
+  const Json& metadata = (*scale)["metadata"];
+  EXPECT_EQ(metadata["name"], "scaled");
+  EXPECT_EQ(metadata["namespace"], ns());
+  EXPECT_EQ(metadata["uid"], (*created)["metadata"]["uid"]);
+  EXPECT_EQ(metadata["creationTimestamp"], (*created)["metadata"]["creationTimestamp"]);
+  auto live = kube().get({Kind::StatefulSet, ns(), "scaled"});
+  ASSERT_OK(live);
+  EXPECT_EQ(rv(*scale), rv(*live));
+  EXPECT_FALSE((*scale)["spec"].contains("replicas")) << "autoscaling/v1 omits 0 replicas";
+  EXPECT_EQ((*scale)["status"]["replicas"], 0);
+  // labels.Selector's String(): requirements sorted by key, set values sorted.
+  EXPECT_EQ((*scale)["status"]["selector"], "app=scaled,tier in (cache,db)");
+}
+
+TEST_P(KubernetesContract, UpdatingTheScaleSetsTheStatefulSetsReplicas) {
+  ASSERT_OK(kube().create(Kind::StatefulSet, scaled_statefulset(ns(), "grow")));
+  const ObjectRef ref{Kind::StatefulSet, ns(), "grow"};
+  auto before = kube().get(ref);
+  ASSERT_OK(before);
+  auto scaled = kube().update_scale(ref, 1, "");
+  ASSERT_OK(scaled);
+  EXPECT_EQ((*scaled)["kind"], "Scale");
+  EXPECT_EQ((*scaled)["spec"]["replicas"], 1);
+  EXPECT_NE(rv(*scaled), rv(*before));
+  auto after = kube().get(ref);
+  ASSERT_OK(after);
+  EXPECT_EQ((*after)["spec"]["replicas"], 1);
+  EXPECT_EQ((*after)["metadata"]["generation"], (*before)["metadata"]["generation"].get<int>() + 1);
+}
+
+TEST_P(KubernetesContract, ScaleUpdateChecksTheResourceVersionItCarries) {
+  ASSERT_OK(kube().create(Kind::StatefulSet, scaled_statefulset(ns(), "guarded")));
+  const ObjectRef ref{Kind::StatefulSet, ns(), "guarded"};
+  auto seen = kube().get_scale(ref);
+  ASSERT_OK(seen);
+  ASSERT_OK(kube().patch(ref, PatchType::Merge,
+                         Json{{"metadata", {{"annotations", {{"touched", "yes"}}}}}}));
+  auto stale = kube().update_scale(ref, 1, rv(*seen));
+  EXPECT_CODE(stale, KubeErrorCode::Conflict);
+  auto unchanged = kube().get(ref);
+  ASSERT_OK(unchanged);
+  EXPECT_EQ((*unchanged)["spec"]["replicas"], 0);
+
+  auto fresh = kube().get_scale(ref);
+  ASSERT_OK(fresh);
+  auto scaled = kube().update_scale(ref, 1, rv(*fresh));
+  ASSERT_OK(scaled);
+  EXPECT_EQ((*scaled)["spec"]["replicas"], 1);
+}
+
+TEST_P(KubernetesContract, ScaleIsNotFoundForAMissingObjectOrAKindWithoutIt) {
+  EXPECT_CODE(kube().get_scale({Kind::StatefulSet, ns(), "absent"}), KubeErrorCode::NotFound);
+  EXPECT_CODE(kube().update_scale({Kind::StatefulSet, ns(), "absent"}, 1, ""),
+              KubeErrorCode::NotFound);
+  ASSERT_OK(
+      kube().create(Kind::ConfigMap, Json{{"apiVersion", "v1"},
+                                          {"kind", "ConfigMap"},
+                                          {"metadata", {{"name", "plain"}, {"namespace", ns()}}}}));
+  EXPECT_CODE(kube().get_scale({Kind::ConfigMap, ns(), "plain"}), KubeErrorCode::NotFound);
+  EXPECT_CODE(kube().update_scale({Kind::ConfigMap, ns(), "plain"}, 1, ""),
+              KubeErrorCode::NotFound);
+}
+
+TEST_P(KubernetesContract, NegativeScaleIsInvalid) {
+  ASSERT_OK(kube().create(Kind::StatefulSet, scaled_statefulset(ns(), "negative")));
+  EXPECT_CODE(kube().update_scale({Kind::StatefulSet, ns(), "negative"}, -1, ""),
+              KubeErrorCode::Invalid);
+}
+
+}  // namespace
+}  // namespace stsresize::contract
