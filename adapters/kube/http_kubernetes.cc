@@ -730,6 +730,30 @@ KubeResult<void> HttpKubernetes::remove(const ObjectRef& ref, const DeleteOption
   return {};
 }
 
+KubeResult<Json> HttpKubernetes::get_scale(const ObjectRef& ref) {
+  auto path = object_path("get_scale", Named::ByRef, ref.kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  // Kinds without /scale are left to the server, which answers 404 as the fake does.
+  return call("get_scale", "GET", *path + "/scale", nullptr, {});
+}
+
+KubeResult<Json> HttpKubernetes::update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                              const std::string& resource_version) {
+  auto path = object_path("update_scale", Named::ByRef, ref.kind, ref.ns, ref.name);
+  if (!path) return Unexpected(path.error());
+  *path += "/scale";
+  Json metadata = {{"name", ref.name}};
+  if (is_namespaced(ref.kind)) metadata["namespace"] = ref.ns;
+  if (!resource_version.empty()) metadata["resourceVersion"] = resource_version;
+  const Json scale = {{"apiVersion", "autoscaling/v1"},
+                      {"kind", "Scale"},
+                      {"metadata", std::move(metadata)},
+                      {"spec", {{"replicas", replicas}}}};
+  auto body = serialize(scale, "PUT " + *path);
+  if (!body) return Unexpected(body.error());
+  return call("update_scale", "PUT", *path, &*body, "application/json");
+}
+
 KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
                                        const WatchOptions& options, std::stop_token stop,
                                        const WatchHandler& handler) {

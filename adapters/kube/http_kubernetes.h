@@ -51,8 +51,8 @@ struct HttpKubernetesOptions {
 };
 
 // Requests made, by operation ("get", "list", "create", "update", "update_status", "patch",
-// "delete", "watch", "raw") and HTTP status; status 0 means no answer (Unreachable). For /metrics
-// later.
+// "delete", "watch", "get_scale", "update_scale", "raw") and HTTP status; status 0 means no answer
+// (Unreachable). For /metrics later.
 class RequestCounters {
  public:
   using Key = std::pair<std::string, int>;  // operation, status
@@ -106,6 +106,9 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
   KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
                          std::stop_token stop, const WatchHandler& handler) override;
+  KubeResult<Json> get_scale(const ObjectRef& ref) override;
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override;
 
   // A request outside the port's kinds (e.g. creating a Namespace in tests). `path_and_query`
   // is sent as is (already encoded); a 2xx answer's JSON body (null if empty) is returned.
