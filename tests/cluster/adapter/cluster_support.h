@@ -128,10 +128,20 @@ class OnFixtureCluster : public ::testing::Test {
 
 }  // namespace stsresize::cluster_test
 
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
-#define EXPECT_OK(result) EXPECT_TRUE(result) << (result).error().message
-#define EXPECT_CODE(result, expected_code)                                       \
-  do {                                                                           \
-    ASSERT_FALSE(result) << "expected " << to_string(expected_code);             \
-    EXPECT_EQ((result).error().code, expected_code) << (result).error().message; \
+// Each evaluates its argument once (it is usually a request).
+#define ASSERT_OK(expression)                                      \
+  do {                                                             \
+    const auto& checked_ = (expression);                           \
+    ASSERT_TRUE(checked_.has_value()) << checked_.error().message; \
+  } while (false)
+#define EXPECT_OK(expression)                                      \
+  do {                                                             \
+    const auto& checked_ = (expression);                           \
+    EXPECT_TRUE(checked_.has_value()) << checked_.error().message; \
+  } while (false)
+#define EXPECT_CODE(expression, expected_code)                                     \
+  do {                                                                             \
+    const auto& checked_ = (expression);                                           \
+    ASSERT_FALSE(checked_.has_value()) << "expected " << to_string(expected_code); \
+    EXPECT_EQ(checked_.error().code, expected_code) << checked_.error().message;   \
   } while (false)

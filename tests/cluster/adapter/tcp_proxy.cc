@@ -174,6 +174,19 @@ void TcpProxy::pause() {
   cut.clear();  // joins the relaying threads, which the resets ended
 }
 
+void TcpProxy::close_connections() {
+  std::list<std::unique_ptr<Connection>> closed;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& connection : connections_) {
+      ::shutdown(connection->client_fd, SHUT_RDWR);
+      ::shutdown(connection->server_fd, SHUT_RDWR);
+    }
+    closed.swap(connections_);
+  }
+  closed.clear();  // joins the relaying threads, which the shutdowns ended
+}
+
 bool TcpProxy::resume() {
   std::lock_guard lock(mutex_);
   if (listen_fd_ >= 0) return true;

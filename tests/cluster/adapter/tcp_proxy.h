@@ -33,6 +33,9 @@ class TcpProxy {
   int port() const { return port_; }
   // Resets every connection (RST) and stops listening. Idempotent.
   void pause();
+  // Ends every relayed connection with a clean close (FIN to both sides) but keeps listening:
+  // what a server does to idle keep-alive connections when it restarts or times them out.
+  void close_connections();
   // Listens again on port(); false if the port could not be bound again.
   bool resume();
   bool paused() const;

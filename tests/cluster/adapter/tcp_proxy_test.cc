@@ -56,6 +56,26 @@ TEST_F(TcpProxyOnCluster, PauseCutsTheClientOffAndResumeLetsTheSameClientBackIn)
   EXPECT_EQ((*proxy)->connections_accepted(), 2u) << "the client made a new connection";
 }
 
+// A server (or a load balancer) closes an idle keep-alive connection at the TCP level: the
+// client notices on its next request and connects again instead of failing the request.
+// (Closed by a Go server with a TLS close_notify first, it does not: see
+// OnPrivateControlPlaneWatch.DISABLED_FirstRequestsAfterAnApiserverRestartSucceed.)
+TEST_F(TcpProxyOnCluster, RequestAfterTheServerClosedAnIdleConnectionGoesOnANewOne) {
+  auto proxy = TcpProxy::start(port_of(admin_config_.server));
+  ASSERT_TRUE(proxy) << proxy.error();
+  auto kube = client_through(**proxy);
+  ASSERT_NE(kube, nullptr);
+  ASSERT_OK(kube->list(Kind::ConfigMap, ns()));
+  ASSERT_EQ((*proxy)->open_connections(), 1u);
+
+  (*proxy)->close_connections();
+  auto created = kube->create(Kind::ConfigMap, config_map(ns(), "after-idle-close"));
+  EXPECT_OK(created);
+  auto read = kube->get({Kind::ConfigMap, ns(), "after-idle-close"});
+  EXPECT_OK(read);
+  EXPECT_EQ((*proxy)->connections_accepted(), 2u);
+}
+
 TEST_F(TcpProxyOnCluster, TlsThroughTheProxyIsStillVerifiedAgainstTheClustersCa) {
   auto proxy = TcpProxy::start(port_of(admin_config_.server));
   ASSERT_TRUE(proxy) << proxy.error();

@@ -3,7 +3,9 @@
 // is rejected from then on (401), while a client following the token file keeps working without
 // a restart.
 #include <fstream>
+#include <thread>
 
+#include "adapters/runtime/informer.h"
 #include "tests/cluster/adapter/cluster_support.h"
 #include "tests/support/scratch_dir.h"
 
@@ -85,6 +87,25 @@ class TokenRotationOnCluster : public OnFixtureCluster {
     return connect(config);
   }
 
+  // Installs token B (bound to secret-b) in the file, deletes secret-a, and waits until
+  // `holding_a` (a client with token A) is refused.
+  void rotate_and_revoke(HttpKubernetes& holding_a, const ObjectRef& readable) {
+    const std::string token_b = token_bound_to("secret-b", create_secret("secret-b"));
+    ASSERT_FALSE(token_b.empty());
+    ASSERT_NO_FATAL_FAILURE(install_token(token_b));
+    ASSERT_OK(admin_->raw("DELETE", "/api/v1/namespaces/" + ns() + "/secrets/secret-a"));
+    // The apiserver caches successful token reviews briefly: poll for the rejection.
+    KubeResult<Json> as_a = holding_a.get(readable);
+    const bool rejected = eventually(
+        [&] {
+          as_a = holding_a.get(readable);
+          return !as_a && as_a.error().code == KubeErrorCode::Unauthorized;
+        },
+        std::chrono::seconds{60}, std::chrono::milliseconds{250});
+    ASSERT_TRUE(rejected) << "token A still accepted after its Secret was deleted: "
+                          << (as_a ? "200" : as_a.error().message);
+  }
+
   static constexpr const char* kAccount = "rotating";
   testing_support::ScratchDir dir_;
 };
@@ -99,26 +120,10 @@ TEST_F(TokenRotationOnCluster, OldTokenIsRejectedOnceItsSecretIsGoneAndTheFileCl
   ASSERT_TRUE(following && holding_a);
 
   // RBAC for the new binding is eventually consistent: wait until the account can read.
-  ASSERT_TRUE(eventually([&] { return following->get(readable).has_value(); }))
-      << following->get(readable).error().message;
+  ASSERT_TRUE(eventually([&] { return following->get(readable).has_value(); }));
   ASSERT_OK(holding_a->get(readable));
 
-  const std::string token_b = token_bound_to("secret-b", create_secret("secret-b"));
-  ASSERT_FALSE(token_b.empty());
-  ASSERT_NE(token_b, token_a);
-  ASSERT_NO_FATAL_FAILURE(install_token(token_b));
-  ASSERT_OK(admin_->raw("DELETE", "/api/v1/namespaces/" + ns() + "/secrets/secret-a"));
-
-  // The apiserver caches successful token reviews briefly: poll for the rejection.
-  KubeResult<Json> as_a = holding_a->get(readable);
-  const bool rejected = eventually(
-      [&] {
-        as_a = holding_a->get(readable);
-        return !as_a && as_a.error().code == KubeErrorCode::Unauthorized;
-      },
-      std::chrono::seconds{60}, std::chrono::milliseconds{250});
-  ASSERT_TRUE(rejected) << "token A still accepted after its Secret was deleted: "
-                        << (as_a ? "200" : as_a.error().message);
+  ASSERT_NO_FATAL_FAILURE(rotate_and_revoke(*holding_a, readable));
 
   // The same client object as before the rotation: it read the new file on its own.
   auto as_file = following->get(readable);
@@ -130,6 +135,42 @@ TEST_F(TokenRotationOnCluster, OldTokenIsRejectedOnceItsSecretIsGoneAndTheFileCl
   EXPECT_EQ(following->counters().count("get", 401), 0u)
       << "the file-following client was never refused";
   EXPECT_GE(holding_a->counters().count("get", 401), 1u);
+}
+
+// A watch authenticates when it starts: one open across the rotation keeps streaming, and the
+// ones it reconnects with (every 2 s here) carry the new token.
+TEST_F(TokenRotationOnCluster, WatchCarriesOnAcrossTheRotationAndReconnectsWithTheNewToken) {
+  const ObjectRef readable{Kind::ConfigMap, ns(), "readable"};
+  const std::string token_a = token_bound_to("secret-a", create_secret("secret-a"));
+  ASSERT_FALSE(token_a.empty());
+  ASSERT_NO_FATAL_FAILURE(install_token(token_a));
+  auto following = client_following_token_file();
+  auto holding_a = client_with_static_token(token_a);
+  ASSERT_TRUE(following && holding_a);
+  ASSERT_TRUE(eventually([&] { return following->get(readable).has_value(); }));
+
+  runtime::InformerOptions options;
+  options.kind = Kind::ConfigMap;
+  options.ns = ns();
+  options.min_watch_timeout = std::chrono::seconds{1};
+  runtime::Informer informer(*following, options);
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(std::chrono::seconds{30}));
+  ASSERT_NE(informer.store().get(ns(), "readable"), nullptr);
+
+  ASSERT_NO_FATAL_FAILURE(rotate_and_revoke(*holding_a, readable));
+  const runtime::InformerStats at_revocation = informer.stats();
+  ASSERT_OK(admin_->create(Kind::ConfigMap, config_map(ns(), "after-rotation")));
+  EXPECT_TRUE(eventually([&] { return informer.store().get(ns(), "after-rotation") != nullptr; }));
+  // Two more watch requests: at least one was made entirely after token A stopped working.
+  EXPECT_TRUE(eventually(
+      [&] { return informer.stats().watches_started >= at_revocation.watches_started + 2; }));
+  informer.stop();
+  const runtime::InformerStats after = informer.stats();
+  EXPECT_EQ(after.errors, at_revocation.errors) << "a list or watch failed after the rotation";
+  EXPECT_EQ(after.lists, 1u) << "the informer never had to start over";
+  EXPECT_EQ(following->counters().count("watch", 401), 0u);
+  EXPECT_GE(following->counters().count("watch", 200), after.watches_started - 1);
 }
 
 }  // namespace
