@@ -28,7 +28,7 @@ using stsresize::testing::one_claim_copy;
 // is rewritten from the actual output (the test then fails once, so that a rewrite is never
 // silent); review the diff and commit it.
 std::filesystem::path golden_path(const std::string& name) {
-  return std::filesystem::path{__FILE__}.parent_path() / "golden" / name;
+  return std::filesystem::path{STSRESIZE_SOURCE_DIR} / "tests/unit/golden" / name;
 }
 
 void expect_matches_golden(const std::string& name, const std::string& actual) {
