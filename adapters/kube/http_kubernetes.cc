@@ -1,5 +1,9 @@
 #include "adapters/kube/http_kubernetes.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -441,6 +445,16 @@ class HttpKubernetes::Connections {
     if (!client) return nullptr;
     client->set_read_timeout(read_timeout);
     client->set_keep_alive(false);
+    client->set_socket_options([](socket_t sock) {
+      int on = 1;
+      int idle = 15;
+      int interval = 5;
+      int probes = 3;
+      setsockopt(sock, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+      setsockopt(sock, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+      setsockopt(sock, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+      setsockopt(sock, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    });
     return client;
   }
 
@@ -779,12 +793,9 @@ KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
     if (!token)
       return Unexpected(local_error(KubeErrorCode::Unauthorized, request + ": " + token.error()));
 
-    // Silence is normal up to the next bookmark; without bookmarks, up to the server's timeout.
-    Duration idle_timeout = connections_->options().watch_idle_timeout;
-    if (!options.allow_bookmarks) {
-      idle_timeout = std::max<Duration>(
-          idle_timeout, std::chrono::seconds{timeout_seconds} + std::chrono::seconds{30});
-    }
+    // Silence is normal until the server's own timeout; a dead peer is found by keepalive.
+    const Duration idle_timeout =
+        std::chrono::seconds{timeout_seconds} + connections_->options().watch_timeout_grace;
     auto client = connections_->make_dedicated(idle_timeout);
     if (!client) {
       report("watch", 0, started);

@@ -14,7 +14,8 @@
 //
 // Watch: each call has a client (and connection) of its own, outside the pool, so that `stop`
 // can shut its socket down from another thread and so a long stream holds no pooled client.
-// A watch whose stream stays silent longer than watch_idle_timeout ends in Unreachable.
+// A watch whose stream neither ends at its timeout (plus watch_timeout_grace) nor answers TCP
+// keepalive probes ends in Unreachable.
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -37,13 +38,14 @@ struct HttpKubernetesOptions {
   Duration read_timeout = std::chrono::seconds{30};  // also the write timeout
   std::string user_agent = "stsresize/0.1";
   std::size_t max_idle_connections = 8;  // clients kept for reuse; more are made on demand
-  // The longest silence a watch stream may keep before it counts as dead (a half-open
-  // connection never ends by itself). kube-apiserver sends a bookmark about every minute to a
-  // watch that allows them (cacher's defaultBookmarkFrequency), so 90 s leaves a margin; a
-  // watch without bookmarks waits at least its own timeout (plus 30 s) instead. On a cluster
-  // where nothing at all is written, bookmarks may not come: the watch then ends in Unreachable
-  // and is simply restarted from its last resourceVersion.
-  Duration watch_idle_timeout = std::chrono::seconds{90};
+  // How long after its own timeout (WatchOptions::timeout, sent as timeoutSeconds) a watch
+  // stream that has not ended counts as dead. Silence before that is normal: kube-apiserver
+  // sends bookmarks only when its cache moves, so a quiet cluster may send nothing for the whole
+  // watch; ending such healthy watches early would cost a re-watch every minute or so on an
+  // idle cluster. A peer that vanished (host down, network cut) is found sooner by TCP
+  // keepalive, which every watch socket enables (probes after 15 s of silence, every 5 s, 3
+  // unanswered: about 30 s), as Go's dialer does for client-go.
+  Duration watch_timeout_grace = std::chrono::seconds{30};
   // Called after every request: `verb` is the operation as RequestCounters names it, `status`
   // the HTTP status (0: no answer), `latency` until the answer (for a watch: until the
   // response headers, or the failure). Runs on the calling thread; must not throw.
