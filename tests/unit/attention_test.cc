@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/k8s_objects.h"
+#include "engine/resize_request.h"
 #include "states/reconciler.h"
 #include "tests/support/resize_world.h"
 
@@ -58,7 +59,7 @@ TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {
 TEST(Attention, AnExplicitRequestAndAnUnreadableStateAreBothReconciled) {
   ResizeWorld world;
   world.seed(/*expandable=*/true, "1Gi");
-  set_annotation(world, "stsresize.dev/resize", R"({"data":{"storage":"5Gi"}})");
+  set_annotation(world, kResizeRequestAnnotation, R"({"data":{"storage":"5Gi"}})");
   EXPECT_EQ(attention_of(world), Attention::Request);
   set_annotation(world, kStateAnnotation, "{not json");
   EXPECT_EQ(attention_of(world), Attention::Invalid);

@@ -1,0 +1,135 @@
+// The controller assembled from informers, filter, queue and workers, on FakeKubernetes with
+// its simulated cluster: resizes happen from watch events alone, and an idle cluster costs no
+// requests once the caches have synced.
+#include "adapters/controller/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/k8s_objects.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ResizeWorld;
+
+ControllerOptions fast_options() {
+  ControllerOptions options;
+  options.workers = 2;
+  options.engine.poll_interval = 20ms;
+  return options;
+}
+
+// Ticks the simulated cluster (and its clock) until `done` or `ticks` run out; real time passes
+// too, so that the controller's threads get to run.
+bool run_cluster_until(ResizeWorld& world, const std::function<bool()>& done, int ticks = 3000) {
+  for (int i = 0; i < ticks; ++i) {
+    if (done()) return true;
+    world.cluster.tick();
+    world.clock.advance(200ms);
+    std::this_thread::sleep_for(2ms);
+  }
+  return done();
+}
+
+bool resized(const ResizeWorld& world, const std::string& size) {
+  const Json sts = world.live_sts();
+  auto state = k8s::annotation(sts, kStateAnnotation);
+  if (!state || state->has_value()) return false;  // an operation is still under way
+  for (const std::string& name : world.claim_names()) {
+    auto claim = world.kube.get_raw(world.claim(name));
+    if (!claim) return false;
+    auto request = k8s::requested_storage(*claim);
+    if (!request || request->to_string() != size) return false;
+  }
+  return world.ready_replicas() == testing::kReplicas;
+}
+
+TEST(Controller, ResizesADetectedStatefulSetFromWatchEventsAlone) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false, "2Gi");
+  MemoryJournal journal;
+  Controller controller(world.kube, journal, world.clock, world.events, fast_options());
+  controller.start_caches();
+  std::thread starter([&] { controller.start_workers(); });
+  const bool done = run_cluster_until(world, [&] { return resized(world, "2Gi"); });
+  controller.stop();
+  starter.join();
+  ASSERT_TRUE(done) << "operation did not complete; phase: "
+                    << world.live_sts()["metadata"]["annotations"].dump();
+  for (const std::string& name : world.claim_names()) {
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+  }
+  EXPECT_EQ(world.events.with_reason("ResizeStarted").size(), 1u);
+}
+
+TEST(Controller, AnIdleClusterCostsOnlyItsWatchesAfterTheInitialLists) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "1Gi");  // claims as large as their templates
+  MemoryJournal journal;
+  Controller controller(world.kube, journal, world.clock, world.events, fast_options());
+  controller.start_caches();
+  std::thread starter([&] { controller.start_workers(); });
+  ASSERT_TRUE(run_cluster_until(world, [&] { return controller.caches_synced(); }));
+  const int lists = world.kube.calls(Verb::List);
+  // The cluster keeps writing statuses; every write reaches the informers as an event.
+  run_cluster_until(
+      world, [] { return false; }, 200);
+  controller.stop();
+  starter.join();
+  EXPECT_EQ(world.kube.calls(Verb::Get), 0);
+  EXPECT_EQ(world.kube.calls(Verb::List), lists);
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST(Controller, ARefusalIsReportedOnceNotOnEveryStatusUpdate) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "512Mi");  // a shrink: refused
+  MemoryJournal journal;
+  Controller controller(world.kube, journal, world.clock, world.events, fast_options());
+  controller.start_caches();
+  std::thread starter([&] { controller.start_workers(); });
+  ASSERT_TRUE(
+      run_cluster_until(world, [&] { return !world.events.with_reason("InvalidResize").empty(); }));
+  // Status updates (the simulated StatefulSet controller) do not bring the refusal back...
+  for (int i = 0; i < 20; ++i) {
+    world.kube.mutate_raw(world.sts(),
+                          [&](Json& sts) { sts["status"]["observedGeneration"] = 100 + i; });
+    run_cluster_until(
+        world, [] { return false; }, 5);
+  }
+  EXPECT_EQ(world.events.with_reason("InvalidResize").size(), 1u);
+  // ...a change of the templates does: here, back to a valid grow.
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    for (Json& tmpl : sts["spec"]["volumeClaimTemplates"]) {
+      tmpl["spec"]["resources"]["requests"]["storage"] = "2Gi";
+    }
+  });
+  const bool done = run_cluster_until(world, [&] { return resized(world, "2Gi"); });
+  controller.stop();
+  starter.join();
+  EXPECT_TRUE(done);
+}
+
+TEST(Controller, StopWhileWaitingForCachesReturns) {
+  ResizeWorld world;
+  world.kube.inject({.verb = Verb::List,
+                     .times = FaultRule::kForever,
+                     .error = KubeError{KubeErrorCode::Forbidden, "no list for you", {}}});
+  MemoryJournal journal;
+  Controller controller(world.kube, journal, world.clock, world.events, fast_options());
+  controller.start_caches();
+  std::thread starter([&] { controller.start_workers(); });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(controller.caches_synced());
+  EXPECT_NE(controller.sync_detail().find("waiting for"), std::string::npos);
+  controller.stop();
+  starter.join();
+  EXPECT_FALSE(controller.working() && controller.caches_synced());
+}
+
+}  // namespace
+}  // namespace stsresize
