@@ -5,6 +5,7 @@
 
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/replay_command.h"
+#include "adapters/app/run_command.h"
 #include "adapters/app/version_command.h"
 
 namespace stsresize::cli {
@@ -17,7 +18,8 @@ constexpr const char* kFooter =
     "Exit codes:\n"
     "  0  success\n"
     "  1  replay: the journal is inconsistent\n"
-    "  2  usage error, or an input that cannot be read";
+    "  2  usage error, or an input that cannot be read\n"
+    "  3  run: the leader lease was lost";
 
 }  // namespace
 
@@ -30,6 +32,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.require_subcommand(1);
 
   ReplayOptions replay_options;
+  RunFlags run_flags;
+  CLI::App* run = add_run_command(app, run_flags);
   CLI::App* replay = add_replay_command(app, replay_options);
   CLI::App* version = add_version_command(app);
 
@@ -46,6 +50,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kExitUsage;
   }
 
+  if (run->parsed()) return run_controller(run_flags, err);
   if (replay->parsed()) return run_replay(replay_options, out, err);
   if (version->parsed()) return run_version(out);
   return kExitUsage;  // unreachable: require_subcommand(1)

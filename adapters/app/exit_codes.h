@@ -7,5 +7,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInconsistent = 1;
 // Bad flags or arguments, or an input that cannot be read (missing file, newer schema).
 inline constexpr int kExitUsage = 2;
+// run: the leader lease was lost; the process ends at once so that no step runs unleased.
+inline constexpr int kExitLeadershipLost = 3;
 
 }  // namespace stsresize::cli

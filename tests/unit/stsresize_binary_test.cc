@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "adapters/journal/sqlite_journal.h"
@@ -95,6 +96,42 @@ TEST(StsresizeBinary, HelpExitsZeroAndUsageErrorsExitTwo) {
 
   EXPECT_EQ(run_binary("replay").status, 2);
   EXPECT_EQ(run_binary("").status, 2);
+}
+
+TEST(StsresizeBinary, RunHelpExplainsFlagsCredentialsAndExitCodes) {
+  const Process result = run_binary("run --help");
+  EXPECT_EQ(result.status, 0) << result.output;
+  for (const char* text :
+       {"--leader-elect", "--metrics-bind-address", "--health-probe-bind-address", "--journal",
+        "--max-concurrent-operations", "--log-format",
+        "Credentials:", "Exit codes:", "lease was lost"}) {
+    EXPECT_NE(result.output.find(text), std::string::npos) << text << "\n" << result.output;
+  }
+}
+
+TEST(StsresizeBinary, RunRefusesBadFlagsBeforeStartingAnything) {
+  testing_support::ScratchDir dir;
+  const std::string journal = dir.file("journal.db").string();
+  struct Case {
+    std::string arguments;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"--log-format yaml", "--log-format: log format \"yaml\""},
+      {"--leader-elect-lease-duration 10s --leader-elect-renew-deadline 10s",
+       "--leader-elect-renew-deadline: must be shorter"},
+      {"--poll-interval 5", "--poll-interval: duration \"5\""},
+      {"--metrics-bind-address 8080", "--metrics-bind-address: bind address \"8080\""},
+      {"--max-concurrent-operations 0", "--max-concurrent-operations: must be from 1 to 64"},
+      {"--kubeconfig '" + dir.file("missing").string() + "'", "credentials:"},
+  };
+  for (const Case& c : cases) {
+    const Process result = run_binary("run --journal '" + journal + "' " + c.arguments);
+    EXPECT_EQ(result.status, 2) << c.arguments << "\n" << result.output;
+    EXPECT_NE(result.output.find(c.says), std::string::npos) << c.arguments << "\n"
+                                                             << result.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(journal)) << "a refused start must not create the journal";
 }
 
 }  // namespace

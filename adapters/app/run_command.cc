@@ -1,0 +1,427 @@
+#include "adapters/app/run_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "adapters/app/durations.h"
+#include "adapters/app/exit_codes.h"
+#include "adapters/app/logging.h"
+#include "adapters/clock/system_clock.h"
+#include "adapters/controller/controller.h"
+#include "adapters/events/kube_event_recorder.h"
+#include "adapters/journal/sqlite_journal.h"
+#include "adapters/kube/http_kubernetes.h"
+#include "adapters/metrics/metrics.h"
+#include "adapters/runtime/leader_election.h"
+#include "adapters/runtime/manager.h"
+#include "adapters/runtime/monotonic_clock.h"
+#include "engine/naming.h"
+
+namespace stsresize::cli {
+
+namespace {
+
+constexpr std::string_view kSummary = "Run the controller (in a cluster, or against a kubeconfig)";
+
+constexpr std::string_view kFooter =
+    "The controller watches StatefulSets and resizes their PersistentVolumeClaims when a\n"
+    "volumeClaimTemplate asks for more than the claims have (after `kubectl delete sts\n"
+    "--cascade=orphan` and a re-apply with bigger templates), or when the StatefulSet carries\n"
+    "a stsresize.dev/resize annotation. Every step is journaled (--journal) and its state kept\n"
+    "in annotations on the StatefulSet, so a controller killed at any moment resumes where it\n"
+    "was. Run two replicas with --leader-elect: only the holder of the Lease works.\n"
+    "\n"
+    "Credentials: --kubeconfig, else $KUBECONFIG, else the pod's service account (in a\n"
+    "cluster), else ~/.kube/config.\n"
+    "\n"
+    "Endpoints: /metrics (Prometheus) on --metrics-bind-address; /healthz and /readyz on\n"
+    "--health-probe-bind-address (ready: caches synced, and when electing, leading or standing\n"
+    "by). Addresses: host:port, :port (all interfaces), [::1]:port, or 0 to disable.\n"
+    "\n"
+    "Examples:\n"
+    "  stsresize run --kubeconfig ~/.kube/config --journal ./journal.db\n"
+    "  stsresize run --namespace shop --leader-elect --metrics-bind-address 127.0.0.1:8080\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  stopped by SIGTERM or SIGINT after finishing the steps in flight\n"
+    "  2  bad flags, unusable credentials, unreadable journal, or a port already taken\n"
+    "  3  the leader lease was lost (the process stops at once; a restart resumes the work)";
+
+std::string default_identity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof host, "stsresize");
+  std::random_device random;
+  return std::string{host} + "_" + naming::short_hash(std::to_string(random()) + host);
+}
+
+std::expected<KubeConfig, std::string> load_credentials(const RunFlags& flags) {
+  const char* kubeconfig_env = std::getenv("KUBECONFIG");
+  const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  if (flags.kubeconfig.empty() && (kubeconfig_env == nullptr || *kubeconfig_env == '\0') &&
+      in_cluster) {
+    if (!flags.context.empty()) {
+      return std::unexpected("--context needs a kubeconfig (--kubeconfig or $KUBECONFIG)");
+    }
+    return load_in_cluster(InClusterEnvironment::from_process());
+  }
+  auto path = kubeconfig_path(flags.kubeconfig, kubeconfig_env, std::getenv("HOME"));
+  if (!path) return std::unexpected(path.error());
+  return load_kubeconfig(*path, flags.context);
+}
+
+}  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
+  CLI::App* run = app.add_subcommand("run", std::string{kSummary});
+  run->footer(std::string{kFooter});
+  run->add_option("--kubeconfig", flags.kubeconfig,
+                  "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  run->add_option("--context", flags.context, "Kubeconfig context (default: current-context)");
+  run->add_option("-n,--namespace", flags.ns,
+                  "Watch only this namespace (default: all namespaces)");
+  run->add_flag("--leader-elect", flags.leader_elect,
+                "Work only while holding a coordination.k8s.io Lease (run 2 replicas)");
+  run->add_option("--leader-elect-namespace", flags.leader_elect_namespace,
+                  "Namespace of the Lease (default: the kubeconfig context's or the pod's)");
+  run->add_option("--leader-elect-id", flags.leader_elect_id, "Name of the Lease")
+      ->capture_default_str();
+  run->add_option("--leader-elect-identity", flags.leader_elect_identity,
+                  "This replica's name in the Lease (default: hostname_random)");
+  run->add_option("--leader-elect-lease-duration", flags.lease_duration,
+                  "How long standbys wait before taking over a lease that is not renewed")
+      ->capture_default_str();
+  run->add_option("--leader-elect-renew-deadline", flags.renew_deadline,
+                  "How long the leader keeps trying to renew before it stops working")
+      ->capture_default_str();
+  run->add_option("--leader-elect-retry-period", flags.retry_period,
+                  "Interval between attempts to acquire or renew the lease")
+      ->capture_default_str();
+  run->add_option("--metrics-bind-address", flags.metrics_bind_address,
+                  "Where /metrics listens; 0 disables it")
+      ->capture_default_str();
+  run->add_option("--health-probe-bind-address", flags.health_probe_bind_address,
+                  "Where /healthz and /readyz listen; 0 disables them")
+      ->capture_default_str();
+  run->add_option("--journal", flags.journal,
+                  "SQLite journal file (created if missing; put it on a volume to keep history)")
+      ->capture_default_str();
+  run->add_option("--max-concurrent-operations", flags.max_concurrent_operations,
+                  "StatefulSets worked on at once (worker threads)")
+      ->capture_default_str();
+  run->add_option("--max-parallel-copies", flags.max_parallel_copies,
+                  "Copy Jobs running at once per operation")
+      ->capture_default_str();
+  run->add_option("--sync-image", flags.sync_image,
+                  "Image of the copy Jobs: needs sh, rsync, find, xargs, stat, sort, sha256sum "
+                  "(default: " +
+                      CopyJobSettings{}.image + ")");
+  run->add_option("--poll-interval", flags.poll_interval,
+                  "How soon to look again while waiting for the cluster")
+      ->capture_default_str();
+  run->add_option("--pending-timeout", flags.pending_timeout,
+                  "A claim still Pending this long fails the operation (then scale-back)")
+      ->capture_default_str();
+  run->add_option("--job-timeout", flags.job_timeout,
+                  "A copy Job still running this long fails the operation")
+      ->capture_default_str();
+  run->add_option("--log-level", flags.log_level, "debug, info, warn or error")
+      ->capture_default_str();
+  run->add_option("--log-format", flags.log_format, "text or json")->capture_default_str();
+  return run;
+}
+
+std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
+  RunConfig config;
+  auto named = [](std::string_view flag, const std::string& why) {
+    return std::unexpected("--" + std::string{flag} + ": " + why);
+  };
+  if (auto level = logging::parse_level(flags.log_level); !level) {
+    return named("log-level", level.error());
+  }
+  if (auto format = logging::parse_format(flags.log_format); !format) {
+    return named("log-format", format.error());
+  }
+  config.log_level = flags.log_level;
+  config.log_format = flags.log_format;
+
+  struct DurationFlag {
+    std::string_view name;
+    const std::string& text;
+    Duration* target;
+  };
+  LeaderElectionConfig election;
+  const DurationFlag durations[] = {
+      {"leader-elect-lease-duration", flags.lease_duration, &election.lease_duration},
+      {"leader-elect-renew-deadline", flags.renew_deadline, &election.renew_deadline},
+      {"leader-elect-retry-period", flags.retry_period, &election.retry_period},
+      {"poll-interval", flags.poll_interval, &config.engine.poll_interval},
+      {"pending-timeout", flags.pending_timeout, &config.engine.pending_timeout},
+      {"job-timeout", flags.job_timeout, &config.engine.job_timeout},
+  };
+  for (const DurationFlag& flag : durations) {
+    auto parsed = parse_duration(flag.text);
+    if (!parsed) return named(flag.name, parsed.error());
+    if (parsed->count() <= 0) return named(flag.name, "must be longer than 0");
+    *flag.target = *parsed;
+  }
+  // client-go's rules: the leader must give up (renew deadline) before standbys may take over
+  // (lease duration), and must try to renew more than once within its deadline.
+  if (election.renew_deadline >= election.lease_duration) {
+    return named("leader-elect-renew-deadline",
+                 "must be shorter than --leader-elect-lease-duration");
+  }
+  if (election.retry_period >= election.renew_deadline) {
+    return named("leader-elect-retry-period", "must be shorter than --leader-elect-renew-deadline");
+  }
+  if (flags.max_concurrent_operations < 1 || flags.max_concurrent_operations > 64) {
+    return named("max-concurrent-operations", "must be from 1 to 64");
+  }
+  if (flags.max_parallel_copies < 1 || flags.max_parallel_copies > 64) {
+    return named("max-parallel-copies", "must be from 1 to 64");
+  }
+  config.workers = flags.max_concurrent_operations;
+  config.engine.max_parallel_copies = flags.max_parallel_copies;
+  if (!flags.sync_image.empty()) config.engine.copy_job.image = flags.sync_image;
+  if (flags.journal.empty()) return named("journal", "must name a file");
+  config.journal = flags.journal;
+
+  auto metrics = parse_bind_address(flags.metrics_bind_address);
+  if (!metrics) return named("metrics-bind-address", metrics.error());
+  config.metrics_address = *metrics;
+  auto probes = parse_bind_address(flags.health_probe_bind_address);
+  if (!probes) return named("health-probe-bind-address", probes.error());
+  config.probe_address = *probes;
+
+  auto kube = load_credentials(flags);
+  if (!kube) return std::unexpected("credentials: " + kube.error());
+  config.kube = std::move(*kube);
+  config.ns = flags.ns;
+
+  if (flags.leader_elect) {
+    election.lease_namespace =
+        flags.leader_elect_namespace.empty() ? config.kube.ns : flags.leader_elect_namespace;
+    election.lease_name = flags.leader_elect_id;
+    if (election.lease_name.empty()) return named("leader-elect-id", "must not be empty");
+    election.identity =
+        flags.leader_elect_identity.empty() ? default_identity() : flags.leader_elect_identity;
+    config.leader_election = election;
+  }
+  return config;
+}
+
+}  // namespace stsresize::cli
+
+namespace stsresize::cli {
+
+namespace {
+
+// The lease, when electing: the elector's state for /readyz and /metrics.
+struct Leadership {
+  runtime::LeaderElector* elector = nullptr;
+
+  bool leading() const { return elector == nullptr || elector->is_leader(); }
+  // A standby that has seen the lease is as ready as the leader: it can take over.
+  bool participating() const {
+    return elector == nullptr || elector->is_leader() || !elector->holder().empty();
+  }
+};
+
+void log_reconcile(const std::string& key, std::string_view result, Duration took,
+                   const std::string& message) {
+  if (result == "idle" && message.empty()) {
+    logging::debug("reconciled", {{"statefulset", key},
+                                  {"result", std::string{result}},
+                                  {"ms", std::to_string(took.count())}});
+    return;
+  }
+  const logging::Level level =
+      result == "retry" || result == "terminal" ? logging::Level::Warn : logging::Level::Info;
+  logging::log(level, "reconciled",
+               {{"statefulset", key},
+                {"result", std::string{result}},
+                {"ms", std::to_string(took.count())},
+                {"message", message}});
+}
+
+}  // namespace
+
+int run_controller(const RunFlags& flags, std::ostream& err) {
+  auto config = resolve_run_flags(flags);
+  if (!config) {
+    err << "stsresize run: " << config.error() << "\n";
+    return kExitUsage;
+  }
+  logging::configure(*logging::parse_level(config->log_level),
+                     *logging::parse_format(config->log_format));
+
+  ControllerMetrics metrics;
+  add_process_metrics(metrics);
+  HttpKubernetesOptions http_options;
+  http_options.on_request = [&metrics](std::string_view verb, int status, Duration latency) {
+    metrics.api_request(verb, status, latency);
+  };
+  auto kube = HttpKubernetes::create(config->kube, http_options);
+  if (!kube) {
+    err << "stsresize run: credentials: " << kube.error() << "\n";
+    return kExitUsage;
+  }
+
+  std::error_code ec;
+  const std::filesystem::path journal_path{config->journal};
+  if (journal_path.has_parent_path())
+    std::filesystem::create_directories(journal_path.parent_path(), ec);
+  auto journal = SqliteJournal::open(journal_path);
+  if (!journal) {
+    err << "stsresize run: --journal " << config->journal << ": " << journal.error().message
+        << "\n";
+    return kExitUsage;
+  }
+
+  SystemClock clock;
+  // Lease deadlines must not move when the wall clock is set.
+  runtime::MonotonicClock lease_clock;
+  const std::string identity =
+      config->leader_election ? config->leader_election->identity : std::string{};
+  KubeEventRecorder recorder(
+      **kube, clock, {.component = "stsresize", .host = identity},
+      [](const ObjectRef& about, std::string_view reason, const KubeError& error) {
+        logging::warn("event not recorded", {{"object", to_string(about)},
+                                             {"reason", std::string{reason}},
+                                             {"error", std::string{to_string(error.code)}},
+                                             {"message", error.message}});
+      });
+
+  ControllerOptions controller_options;
+  controller_options.ns = config->ns;
+  controller_options.workers = config->workers;
+  controller_options.engine = config->engine;
+  // A namespace-scoped installation has no right to list cluster-scoped StorageClasses.
+  controller_options.watch_storage_classes = config->ns.empty();
+  Controller controller(**kube, **journal, clock, recorder, controller_options);
+  controller.export_metrics(metrics);
+  controller.on_reconciled([&metrics](const std::string& key, std::string_view result,
+                                      Duration took, const std::string& message) {
+    metrics.reconciled(result, took);
+    log_reconcile(key, result, took, message);
+  });
+
+  std::unique_ptr<runtime::LeaderElector> elector;
+  Leadership leadership;
+  std::atomic<bool> shutting_down{false};
+  std::thread starter;
+  if (config->leader_election) {
+    const LeaderElectionConfig& le = *config->leader_election;
+    elector = std::make_unique<runtime::LeaderElector>(
+        **kube, lease_clock,
+        runtime::LeaderElectionOptions{le.lease_namespace, le.lease_name, le.identity,
+                                       le.lease_duration, le.renew_deadline, le.retry_period},
+        runtime::LeaderCallbacks{
+            .on_started_leading =
+                [&] {
+                  logging::info("leading", {{"lease", le.lease_namespace + "/" + le.lease_name},
+                                            {"identity", le.identity}});
+                  starter = std::thread([&controller] { controller.start_workers(); });
+                },
+            .on_stopped_leading =
+                [&] {
+                  if (shutting_down) return;
+                  // No step may run without the lease; ending the process is the one way to
+                  // stop a step mid-call. The engine resumes from the cluster on restart.
+                  logging::error("leader lease lost; exiting",
+                                 {{"lease", le.lease_namespace + "/" + le.lease_name},
+                                  {"identity", le.identity}});
+                  spdlog::default_logger()->flush();
+                  std::_Exit(kExitLeadershipLost);
+                }});
+    leadership.elector = elector.get();
+    metrics.add_sampled("stsresize_leader", "1 while this replica holds the leader lease.",
+                        MetricType::Gauge, [&leadership] {
+                          return std::vector<MetricSample>{{{}, leadership.leading() ? 1.0 : 0.0}};
+                        });
+  }
+
+  Endpoints probes{.healthz = [] { return Check{}; },
+                   .readyz =
+                       [&] {
+                         if (!controller.caches_synced())
+                           return Check{false, controller.sync_detail()};
+                         if (!leadership.participating())
+                           return Check{false, "leader election: no lease seen yet"};
+                         return Check{true, leadership.leading() ? "leading" : "standing by"};
+                       },
+                   .metrics = {}};
+  std::vector<std::unique_ptr<EndpointServer>> servers;
+  auto serve = [&](const BindAddress& address, Endpoints endpoints, std::string_view flag) -> bool {
+    auto server = EndpointServer::start(address, std::move(endpoints));
+    if (!server) {
+      err << "stsresize run: --" << flag << ": " << server.error() << "\n";
+      return false;
+    }
+    logging::info("listening", {{"address", address.host + ":" + std::to_string((*server)->port())},
+                                {"for", std::string{flag}}});
+    servers.push_back(std::move(*server));
+    return true;
+  };
+  auto scrape = [&metrics] { return metrics.scrape(); };
+  const bool shared = config->metrics_address && config->probe_address &&
+                      config->metrics_address->host == config->probe_address->host &&
+                      config->metrics_address->port == config->probe_address->port &&
+                      config->metrics_address->port != 0;
+  if (shared) {
+    probes.metrics = scrape;
+    if (!serve(*config->probe_address, probes, "health-probe-bind-address")) return kExitUsage;
+  } else {
+    if (config->metrics_address &&
+        !serve(*config->metrics_address, {.metrics = scrape}, "metrics-bind-address")) {
+      return kExitUsage;
+    }
+    if (config->probe_address &&
+        !serve(*config->probe_address, probes, "health-probe-bind-address")) {
+      return kExitUsage;
+    }
+  }
+
+  logging::info("starting", {{"namespace", config->ns.empty() ? "(all)" : config->ns},
+                             {"workers", std::to_string(config->workers)},
+                             {"journal", config->journal},
+                             {"server", config->kube.server},
+                             {"leader-elect", config->leader_election ? "true" : "false"}});
+  controller.start_caches();
+
+  runtime::ShutdownSignal shutdown([&](int signal) {
+    shutting_down = true;
+    logging::info("stopping", {{"signal", signal == SIGTERM  ? "SIGTERM"
+                                          : signal == SIGINT ? "SIGINT"
+                                                             : "requested"}});
+  });
+  std::unique_ptr<runtime::LeaderElectionRunner> runner;
+  if (elector) {
+    runner = std::make_unique<runtime::LeaderElectionRunner>(*elector);
+  } else {
+    starter = std::thread([&controller] { controller.start_workers(); });
+  }
+  shutdown.wait();
+
+  controller.stop();
+  if (starter.joinable()) starter.join();
+  if (runner) {
+    if (auto released = runner->stop(/*release_lease=*/true); !released) {
+      logging::warn("lease not released", {{"error", released.error().message}});
+    }
+  }
+  for (auto& server : servers) server->stop();
+  logging::info("stopped");
+  return kExitOk;
+}
+
+}  // namespace stsresize::cli
