@@ -1,6 +1,7 @@
 // Recreating: for every claim, delete the source (uid precondition) — only once its backup is
-// verified and the backup claim still exists, is ours and is Bound — then create the claim
-// again, empty, with the target size and class and the original labels.
+// verified and the backup claim still exists, is ours and is Bound, and after deleting the
+// backup Job whose pod would otherwise keep the source claim — then create the claim again,
+// empty, with the target size and class and the original labels.
 #include "engine/naming.h"
 #include "states/step_support.h"
 
@@ -71,6 +72,14 @@ StepOutcome delete_source(StepContext& ctx, const ClaimPlan& claim) {
     return StepOutcome::waiting(ctx.settings.poll_interval, "source claim finalizing");
   }
   if (auto refused = refuse_delete(ctx, claim)) return *refused;
+  // The finished backup Job's pod still references the source claim, and pvc-protection keeps
+  // a claim any existing pod references (Succeeded or not): delete the Job first (Background,
+  // so its pod goes too), or the source would stay Terminating for good. Its result is already
+  // journaled (backup_verified).
+  bool acted = false;
+  auto job = delete_ours(ctx, job_ref(ctx.op, naming::backup_job(claim.claim)), acted);
+  if (!job) return job.error();
+  if (acted) return StepOutcome::waiting(Duration{0});
   if (auto intended =
           ctx.journal.intend("delete", ref,
                              "backup verified: " + std::to_string(claim.backup_verified->files) +

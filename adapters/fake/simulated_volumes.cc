@@ -13,12 +13,13 @@ namespace {
 const std::string kPvcProtection = "kubernetes.io/pvc-protection";
 const std::string kPvProtection = "kubernetes.io/pv-protection";
 
-bool mounted_by_running_pod(const std::vector<Json>& pods, const std::string& ns,
-                            const std::string& claim) {
+// As kube-apiserver v1.37's pvc-protection controller behaves (seen on the local control
+// plane): a pod that still exists keeps the claims it references, even once it has Succeeded;
+// only deleting the pod (for a Job's pod: deleting the Job) releases them.
+bool referenced_by_a_pod(const std::vector<Json>& pods, const std::string& ns,
+                         const std::string& claim) {
   return std::ranges::any_of(pods, [&](const Json& pod) {
-    if (sim::text(pod, {"metadata", "namespace"}) != ns || sim::pod_is_terminated(pod)) {
-      return false;
-    }
+    if (sim::text(pod, {"metadata", "namespace"}) != ns) return false;
     const auto claims = sim::pod_claims(pod);
     return std::ranges::any_of(claims, [&](const auto& entry) { return entry.second == claim; });
   });
@@ -34,8 +35,8 @@ void SimulatedCluster::protect_and_reclaim_volumes() {
   const std::vector<Json> pods = kube_.list_raw(Kind::Pod);
   for (Json claim : kube_.list_raw(Kind::PersistentVolumeClaim)) {
     if (!sim::is_deleting(claim) || !sim::has_finalizer(claim, kPvcProtection)) continue;
-    if (mounted_by_running_pod(pods, sim::text(claim, {"metadata", "namespace"}),
-                               sim::text(claim, {"metadata", "name"}))) {
+    if (referenced_by_a_pod(pods, sim::text(claim, {"metadata", "namespace"}),
+                            sim::text(claim, {"metadata", "name"}))) {
       continue;
     }
     sim::remove_finalizer(claim, kPvcProtection);
