@@ -68,18 +68,21 @@ StepOutcome delete_source(StepContext& ctx, const ClaimPlan& claim) {
     return StepOutcome::critical(claim.claim + " was replaced by someone else (uid " + *uid +
                                  ", planned " + claim.source_uid + ")");
   }
-  if (being_deleted(**source)) {
-    return StepOutcome::waiting(ctx.settings.poll_interval, "source claim finalizing");
-  }
-  if (auto refused = refuse_delete(ctx, claim)) return *refused;
   // The finished backup Job's pod still references the source claim, and pvc-protection keeps
   // a claim any existing pod references (Succeeded or not): delete the Job first (Background,
   // so its pod goes too), or the source would stay Terminating for good. Its result is already
   // journaled (backup_verified).
-  bool acted = false;
-  auto job = delete_ours(ctx, job_ref(ctx.op, naming::backup_job(claim.claim)), acted);
-  if (!job) return job.error();
-  if (acted) return StepOutcome::waiting(Duration{0});
+  // Also when the source is already being deleted: that is how a claim gets stuck.
+  if (claim.backup_verified) {
+    bool acted = false;
+    auto job = delete_ours(ctx, job_ref(ctx.op, naming::backup_job(claim.claim)), acted);
+    if (!job) return job.error();
+    if (acted) return StepOutcome::waiting(Duration{0});
+  }
+  if (being_deleted(**source)) {
+    return StepOutcome::waiting(ctx.settings.poll_interval, "source claim finalizing");
+  }
+  if (auto refused = refuse_delete(ctx, claim)) return *refused;
   if (auto intended =
           ctx.journal.intend("delete", ref,
                              "backup verified: " + std::to_string(claim.backup_verified->files) +
