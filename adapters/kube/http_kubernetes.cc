@@ -427,17 +427,21 @@ class HttpKubernetes::Connections {
   const std::string& user_agent() const { return options_.user_agent; }
 
   // A client ready to send; nullptr when one cannot be set up (OpenSSL failure).
-  std::unique_ptr<httplib::ClientImpl> acquire() {
+  // `reused` says whether it comes from the pool (its connection may have died meanwhile).
+  std::unique_ptr<httplib::ClientImpl> acquire(bool& reused) {
     {
       std::lock_guard lock(mutex_);
       if (!idle_.empty()) {
         auto client = std::move(idle_.back());
         idle_.pop_back();
+        reused = true;
         return client;
       }
     }
+    reused = false;
     return make();
   }
+  std::unique_ptr<httplib::ClientImpl> fresh() const { return make(); }
 
   // A client for one long request, never pooled: reads wait at most `read_timeout` for data.
   std::unique_ptr<httplib::ClientImpl> make_dedicated(Duration read_timeout) const {
@@ -588,15 +592,31 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
       http.body = *body;
     }
 
-    auto client = connections_->acquire();
+    bool reused = false;
+    auto client = connections_->acquire(reused);
     if (!client) {
       report(operation, 0, started);
       return Unexpected(local_error(KubeErrorCode::Unreachable,
                                     request + ": cannot set up a TLS client: " + openssl_error()));
     }
     httplib::Result result = client->send(http);
-    if (!result) {
+    // A pooled keep-alive connection the server closed while idle (an apiserver restart) fails
+    // the next request sent on it. Like Go's transport, try once more on a new connection when
+    // that cannot repeat an effect: the request was never fully written, or it only reads.
+    if (!result && reused &&
+        (result.error() == httplib::Error::Write ||
+         (http.method == "GET" && result.error() == httplib::Error::Read))) {
+      ERR_clear_error();
+      client = connections_->fresh();
+      if (client) result = client->send(http);
+    }
+    if (!client || !result) {
       report(operation, 0, started);
+      if (!client) {
+        return Unexpected(
+            local_error(KubeErrorCode::Unreachable,
+                        request + ": cannot set up a TLS client: " + openssl_error()));
+      }
       std::string why = httplib::to_string(result.error());
       if (result.error() == httplib::Error::SSLServerVerification) {
         if (auto* tls = dynamic_cast<httplib::SSLClient*>(client.get())) {

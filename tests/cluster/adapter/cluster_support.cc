@@ -196,9 +196,6 @@ ScopedNamespace::~ScopedNamespace() {
         Json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}});
   };
   auto deleted = remove();
-  // Once more after an apiserver restart: HttpKubernetes fails the first request on a pooled
-  // connection the restart closed (OnPrivateControlPlaneWatch.DISABLED_First...).
-  if (!deleted && deleted.error().code == KubeErrorCode::Unreachable) deleted = remove();
   if (!deleted) ADD_FAILURE() << "deleting namespace " << name_ << ": " << deleted.error().message;
 }
 

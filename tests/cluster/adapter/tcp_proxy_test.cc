@@ -58,8 +58,8 @@ TEST_F(TcpProxyOnCluster, PauseCutsTheClientOffAndResumeLetsTheSameClientBackIn)
 
 // A server (or a load balancer) closes an idle keep-alive connection at the TCP level: the
 // client notices on its next request and connects again instead of failing the request.
-// (Closed by a Go server with a TLS close_notify first, it does not: see
-// OnPrivateControlPlaneWatch.DISABLED_FirstRequestsAfterAnApiserverRestartSucceed.)
+// (A Go server's TLS close_notify first: OnPrivateControlPlaneWatch.
+// FirstRequestsAfterAnApiserverRestartSucceed.)
 TEST_F(TcpProxyOnCluster, RequestAfterTheServerClosedAnIdleConnectionGoesOnANewOne) {
   auto proxy = TcpProxy::start(port_of(admin_config_.server));
   ASSERT_TRUE(proxy) << proxy.error();

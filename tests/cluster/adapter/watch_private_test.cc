@@ -177,11 +177,9 @@ TEST_F(OnPrivateControlPlaneWatch, WatchResumesAfterAnApiserverRestartWithEveryC
 // An apiserver restart closes every idle keep-alive connection (Go's server sends a TLS
 // close_notify, then FIN). A client must not fail requests because of it: Go's http.Transport
 // (client-go) retries a request that failed on a reused connection before any answer.
-// DISABLED: HttpKubernetes fails the first request on each such pooled connection with
-// "no answer ...: Write" (cpp-httplib's liveness check peeks, sees the close_notify bytes and
-// takes the connection for alive). Enable once HttpKubernetes retries such a request once on a
-// new connection.
-TEST_F(OnPrivateControlPlaneWatch, DISABLED_FirstRequestsAfterAnApiserverRestartSucceed) {
+// cpp-httplib's liveness check peeks, sees the close_notify bytes and takes the connection for
+// alive, so the write fails: HttpKubernetes then sends the request once more on a new one.
+TEST_F(OnPrivateControlPlaneWatch, FirstRequestsAfterAnApiserverRestartSucceed) {
   ASSERT_OK(direct_->list(Kind::ConfigMap, ns()));
   ASSERT_TRUE(plane_->restart_apiserver());
   EXPECT_OK(direct_->create(Kind::ConfigMap, config_map(ns(), "first-after-restart")));
