@@ -41,6 +41,15 @@ std::string_view result_label(ReconcileResult::Kind kind) {
   return "unknown";
 }
 
+// metadata.name without copying anything; nullptr when absent.
+const std::string* name_of(const Json& object) {
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return nullptr;
+  const auto name = metadata->find("name");
+  if (name == metadata->end() || !name->is_string()) return nullptr;
+  return &name->get_ref<const std::string&>();
+}
+
 std::vector<Json> values(const std::vector<std::shared_ptr<const Json>>& objects) {
   std::vector<Json> out;
   out.reserve(objects.size());
@@ -143,10 +152,30 @@ std::string Controller::sync_detail() const {
 }
 
 Attention Controller::attention_of(const Json& sts) const {
-  const std::string ns = sts.value("metadata", Json::object()).value("namespace", "");
+  const Json& metadata = sts.value("metadata", Json::object());
+  const std::string ns = metadata.value("namespace", "");
+  const std::string name = metadata.value("name", "");
+  // Only claims named like this StatefulSet's ("<template>-<sts>-<ordinal>") are copied for
+  // the planner: copying every claim of the namespace for every StatefulSet made the first
+  // scan quadratic (5,000 StatefulSets x 1,500 claims each took half a minute of CPU).
+  std::vector<std::string> prefixes;
+  if (const auto templates = k8s::claim_templates(sts)) {
+    for (const auto& tmpl : *templates) prefixes.push_back(tmpl.name + "-" + name + "-");
+  }
+  std::vector<Json> claims;
+  for (const auto& claim : informers_->claims->store().list(ns)) {
+    const std::string* claim_name = name_of(*claim);
+    if (claim_name == nullptr) continue;
+    for (const std::string& prefix : prefixes) {
+      if (claim_name->starts_with(prefix)) {
+        claims.push_back(*claim);
+        break;
+      }
+    }
+  }
   std::vector<Json> classes;
   if (informers_->storage_classes) classes = values(informers_->storage_classes->store().list(""));
-  return needs_attention(sts, values(informers_->claims->store().list(ns)), classes);
+  return needs_attention(sts, claims, classes);
 }
 
 void Controller::handle_statefulset(const std::string& key, const std::shared_ptr<const Json>& sts,
