@@ -571,6 +571,24 @@ void HttpKubernetes::report(std::string_view operation, int status,
   }
 }
 
+namespace {
+
+// Why httplib got no answer, with OpenSSL's reason when the server's certificate was refused;
+// clears OpenSSL's error queue so that it cannot leak into the next request's message.
+std::string failure_reason(const httplib::Result& result, httplib::ClientImpl& client) {
+  std::string why = httplib::to_string(result.error());
+  if (result.error() == httplib::Error::SSLServerVerification) {
+    if (auto* tls = dynamic_cast<httplib::SSLClient*>(&client)) {
+      why +=
+          std::string{" ("} + X509_verify_cert_error_string(tls->get_openssl_verify_result()) + ")";
+    }
+  }
+  ERR_clear_error();
+  return why;
+}
+
+}  // namespace
+
 KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_view method,
                                       const std::string& path_and_query, const std::string* body,
                                       std::string_view content_type) {
@@ -617,14 +635,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
             local_error(KubeErrorCode::Unreachable,
                         request + ": cannot set up a TLS client: " + openssl_error()));
       }
-      std::string why = httplib::to_string(result.error());
-      if (result.error() == httplib::Error::SSLServerVerification) {
-        if (auto* tls = dynamic_cast<httplib::SSLClient*>(client.get())) {
-          why += std::string{" ("} +
-                 X509_verify_cert_error_string(tls->get_openssl_verify_result()) + ")";
-        }
-      }
-      ERR_clear_error();
+      const std::string why = failure_reason(result, *client);
       return Unexpected(local_error(KubeErrorCode::Unreachable,
                                     request + ": no answer from " + config_.server + ": " + why));
     }
@@ -886,14 +897,7 @@ KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
     if (handler_done || stopping) return {};
     if (stream_error) return Unexpected(std::move(*stream_error));
     if (!result) {
-      std::string why = httplib::to_string(result.error());
-      if (result.error() == httplib::Error::SSLServerVerification) {
-        if (auto* tls = dynamic_cast<httplib::SSLClient*>(client.get())) {
-          why += std::string{" ("} +
-                 X509_verify_cert_error_string(tls->get_openssl_verify_result()) + ")";
-        }
-      }
-      ERR_clear_error();
+      const std::string why = failure_reason(result, *client);
       const std::string what =
           reported
               ? "the stream broke or stayed silent for " +
