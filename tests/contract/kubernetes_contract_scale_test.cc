@@ -4,9 +4,12 @@
 // spec.replicas, status.replicas and the selector as a string; an update sets spec.replicas with
 // the Scale's resourceVersion as the precondition).
 #include "tests/contract/kubernetes_contract.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize::contract {
 namespace {
+
+using test_support::rv;
 
 Json scaled_statefulset(const std::string& ns, const std::string& name) {
   const Json labels = {{"app", name}};
@@ -28,17 +31,6 @@ Json scaled_statefulset(const std::string& ns, const std::string& name) {
           {"spec",
            {{"containers", {{{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}}}}}}}}}}};
 }
-
-std::string rv(const Json& object) {
-  return object["metadata"].value("resourceVersion", "");
-}
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
-#define EXPECT_CODE(result, expected_code)                                       \
-  do {                                                                           \
-    ASSERT_FALSE(result) << "expected " << to_string(expected_code);             \
-    EXPECT_EQ((result).error().code, expected_code) << (result).error().message; \
-  } while (false)
 
 TEST_P(KubernetesContract, ScaleOfAStatefulSetMirrorsItsReplicasMetadataAndSelector) {
   auto created = kube().create(Kind::StatefulSet, scaled_statefulset(ns(), "scaled"));

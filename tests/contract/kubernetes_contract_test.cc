@@ -5,9 +5,12 @@
 #include <thread>
 
 #include "tests/contract/kubernetes_contract.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize::contract {
 namespace {
+
+using test_support::rv;
 
 constexpr const char* kMissingClass = "stsresize-contract-no-such-class";
 
@@ -73,10 +76,6 @@ DeleteOptions preconditions(std::optional<std::string> uid, std::optional<std::s
   return options;
 }
 
-std::string rv(const Json& object) {
-  return object["metadata"]["resourceVersion"];
-}
-
 // Writes racing the cluster's own controllers (the StatefulSet controller updates status)
 // are retried from a fresh read, as any client must.
 KubeResult<Json> modify(Kubernetes& kube, const ObjectRef& ref, bool status,
@@ -111,13 +110,6 @@ Json suspended_job(const std::string& ns, const std::string& name) {
       {"containers", Json::array({{{"name", "c"}, {"image", "registry.k8s.io/pause:3.10"}}})}};
   return job;
 }
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
-#define EXPECT_CODE(result, expected_code)                                       \
-  do {                                                                           \
-    ASSERT_FALSE(result) << "expected " << to_string(expected_code);             \
-    EXPECT_EQ((result).error().code, expected_code) << (result).error().message; \
-  } while (false)
 
 TEST_P(KubernetesContract, CreateFillsSystemMetadataAndGetReturnsTheSameObject) {
   auto created = kube().create(Kind::ConfigMap, config_map(ns(), "round-trip"));

@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "tests/contract/kubernetes_contract.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize::contract {
 namespace {
+
+using test_support::rv;
 
 using namespace std::chrono_literals;
 
@@ -25,10 +28,6 @@ Json watched_config_map(const std::string& ns, const std::string& name,
               {"kind", "ConfigMap"},
               {"metadata", {{"name", name}, {"namespace", ns}, {"labels", std::move(labels)}}},
               {"data", {{"key", "value"}}}};
-}
-
-std::string rv(const Json& object) {
-  return object["metadata"].value("resourceVersion", "");
 }
 
 std::string name_of(const WatchEvent& event) {
@@ -77,8 +76,6 @@ std::string list_version(Kubernetes& kube, const std::string& ns) {
   }
   return list->resource_version;
 }
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
 
 TEST_P(KubernetesContract, WatchFromAListsVersionSeesCreateUpdateAndFinalizedDeleteInOrder) {
   const std::string start = list_version(kube(), ns());

@@ -5,11 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "adapters/clock/manual_clock.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize {
 namespace {
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
 
 Json config_map(const std::string& name, Json labels = Json::object()) {
   return Json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"labels", labels}}},
@@ -104,7 +103,10 @@ TEST_F(FakeKubernetesTest, FaultActionRunsBeforeTheCallAndCanRaceIt) {
 TEST_F(FakeKubernetesTest, MutationBudgetCrashesEveryCallAfterTheKthWrite) {
   kube.set_mutation_budget(2);
   ASSERT_OK(kube.create(Kind::ConfigMap, config_map("one")));
-  ASSERT_OK(kube.get({Kind::ConfigMap, "ns", "one"})) << "reads do not spend the budget";
+  {
+    SCOPED_TRACE("reads do not spend the budget");
+    ASSERT_OK(kube.get({Kind::ConfigMap, "ns", "one"}));
+  }
   ASSERT_OK(kube.create(Kind::ConfigMap, config_map("two")));
   auto third = kube.create(Kind::ConfigMap, config_map("three"));
   ASSERT_FALSE(third);

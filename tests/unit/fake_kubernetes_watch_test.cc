@@ -11,13 +11,12 @@
 
 #include "adapters/clock/manual_clock.h"
 #include "adapters/fake/fake_kubernetes.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize {
 namespace {
 
 using namespace std::chrono_literals;
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
 
 Json config_map(const std::string& ns, const std::string& name) {
   return Json{{"metadata", {{"name", name}, {"namespace", ns}}}, {"data", {{"key", "value"}}}};

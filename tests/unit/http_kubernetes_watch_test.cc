@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adapters/kube/http_kubernetes.h"
+#include "tests/support/kube_assertions.h"
 #include "tests/unit/http_watch_stub.h"
 #include "tests/unit/kube_test_support.h"
 
@@ -78,8 +79,6 @@ Seen watch_all(HttpKubernetes& kube, const WatchOptions& options = watch_options
   });
   return seen;
 }
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
 
 TEST(HttpKubernetesWatch, SendsTheWatchQueryAndTheBearerToken) {
   WatchStubServer server;

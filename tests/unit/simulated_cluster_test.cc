@@ -6,11 +6,10 @@
 
 #include "adapters/clock/manual_clock.h"
 #include "engine/copy_job.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize {
 namespace {
-
-#define ASSERT_OK(result) ASSERT_TRUE(result) << (result).error().message
 
 Json storage_class(const std::string& name, const std::string& reclaim = "Delete") {
   return Json{{"metadata", {{"name", name}}},

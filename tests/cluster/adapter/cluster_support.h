@@ -17,6 +17,7 @@
 
 #include "adapters/kube/config.h"
 #include "adapters/kube/http_kubernetes.h"
+#include "tests/support/kube_assertions.h"
 
 namespace stsresize::cluster_test {
 
@@ -127,21 +128,3 @@ class OnFixtureCluster : public ::testing::Test {
 };
 
 }  // namespace stsresize::cluster_test
-
-// Each evaluates its argument once (it is usually a request).
-#define ASSERT_OK(expression)                                      \
-  do {                                                             \
-    const auto& checked_ = (expression);                           \
-    ASSERT_TRUE(checked_.has_value()) << checked_.error().message; \
-  } while (false)
-#define EXPECT_OK(expression)                                      \
-  do {                                                             \
-    const auto& checked_ = (expression);                           \
-    EXPECT_TRUE(checked_.has_value()) << checked_.error().message; \
-  } while (false)
-#define EXPECT_CODE(expression, expected_code)                                     \
-  do {                                                                             \
-    const auto& checked_ = (expression);                                           \
-    ASSERT_FALSE(checked_.has_value()) << "expected " << to_string(expected_code); \
-    EXPECT_EQ(checked_.error().code, expected_code) << checked_.error().message;   \
-  } while (false)
