@@ -412,13 +412,15 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
   }
   shutdown.wait();
 
+  // Work stops first (no step runs unleased), then the lease is released; only after that can
+  // no on_started_leading callback assign `starter` any more, so it is joined last.
   controller.stop();
-  if (starter.joinable()) starter.join();
   if (runner) {
     if (auto released = runner->stop(/*release_lease=*/true); !released) {
       logging::warn("lease not released", {{"error", released.error().message}});
     }
   }
+  if (starter.joinable()) starter.join();
   for (auto& server : servers) server->stop();
   logging::info("stopped");
   return kExitOk;
