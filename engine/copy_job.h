@@ -41,8 +41,19 @@ struct CopyJobSettings {
   std::vector<std::string> rsync_flags = {"-aHAX", "--delete", "--numeric-ids"};
   std::int32_t backoff_limit = 2;
   std::optional<std::int64_t> active_deadline_seconds;
-  Json resources = Json::object();         // container resources
-  Json security_context = Json::object();  // container securityContext
+  Json resources = Json::object();  // container resources
+  // Container securityContext. The copy must run as root to keep every file's owner, mode and
+  // ACLs (rsync -aHAX --numeric-ids over volumes written by any uid), so it cannot meet the
+  // "restricted" Pod Security level; the default meets "baseline" and keeps only what a copy
+  // needs: no privilege escalation, the runtime's seccomp profile, and of root's powers only
+  // chown, reading and writing any file (DAC_OVERRIDE, FOWNER), keeping set-id bits (FSETID)
+  // and device nodes (MKNOD). Not read-only at the root: sort(1) may spill to /tmp.
+  Json security_context =
+      Json{{"allowPrivilegeEscalation", false},
+           {"capabilities",
+            {{"drop", Json::array({"ALL"})},
+             {"add", Json::array({"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "MKNOD"})}}},
+           {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   Json pod_security_context = Json::object();
   Json node_selector = Json::object();
   Json tolerations = Json::array();

@@ -24,11 +24,10 @@ std::optional<int> ordinal_of(std::string_view name, std::string_view prefix) {
   return ordinal;
 }
 
-}  // namespace
-
-std::expected<std::optional<ResizePlan>, std::string> plan_resize(
+// `storage_classes` null: they could not be read (see StorageClassesUnknown).
+std::expected<std::optional<ResizePlan>, std::string> plan_with(
     const Json& statefulset, const std::vector<Json>& claims_in_namespace,
-    const std::vector<Json>& storage_classes) {
+    const std::vector<Json>* storage_classes) {
   const std::string what = k8s::describe(statefulset);
   auto sts_name = k8s::name(statefulset);
   if (!sts_name) return std::unexpected(sts_name.error());
@@ -42,8 +41,10 @@ std::expected<std::optional<ResizePlan>, std::string> plan_resize(
     if (auto name = k8s::name(claim)) claims_by_name.emplace(*name, &claim);
   }
   std::map<std::string, const Json*> classes_by_name;
-  for (const Json& storage_class : storage_classes) {
-    if (auto name = k8s::name(storage_class)) classes_by_name.emplace(*name, &storage_class);
+  if (storage_classes != nullptr) {
+    for (const Json& storage_class : *storage_classes) {
+      if (auto name = k8s::name(storage_class)) classes_by_name.emplace(*name, &storage_class);
+    }
   }
 
   ResizePlan plan;
@@ -84,13 +85,14 @@ std::expected<std::optional<ResizePlan>, std::string> plan_resize(
       const std::string from = from_class->value_or("");
       const std::string to = tmpl.storage_class.value_or(from);
       for (const std::string& class_name : {from, to}) {
-        if (!class_name.empty() && !classes_by_name.contains(class_name)) {
+        if (storage_classes != nullptr && !class_name.empty() &&
+            !classes_by_name.contains(class_name)) {
           return std::unexpected("claim " + claim_name + ": StorageClass \"" + class_name +
                                  "\" does not exist");
         }
       }
       bool class_expands = false;
-      if (!from.empty() && from == to) {
+      if (storage_classes != nullptr && !from.empty() && from == to) {
         auto allows = k8s::allows_volume_expansion(*classes_by_name.at(from));
         if (!allows) return std::unexpected(allows.error());
         class_expands = *allows;
@@ -131,6 +133,19 @@ std::expected<std::optional<ResizePlan>, std::string> plan_resize(
   plan.trigger += " (" + std::to_string(plan.claims.size()) +
                   (plan.claims.size() == 1 ? " claim)" : " claims)");
   return plan;
+}
+
+}  // namespace
+
+std::expected<std::optional<ResizePlan>, std::string> plan_resize(
+    const Json& statefulset, const std::vector<Json>& claims_in_namespace,
+    const std::vector<Json>& storage_classes) {
+  return plan_with(statefulset, claims_in_namespace, &storage_classes);
+}
+
+std::expected<std::optional<ResizePlan>, std::string> plan_resize(
+    const Json& statefulset, const std::vector<Json>& claims_in_namespace, StorageClassesUnknown) {
+  return plan_with(statefulset, claims_in_namespace, nullptr);
 }
 
 }  // namespace stsresize

@@ -30,4 +30,13 @@ std::expected<std::optional<ResizePlan>, std::string> plan_resize(
     const Json& statefulset, const std::vector<Json>& claims_in_namespace,
     const std::vector<Json>& storage_classes);
 
+// Passed instead of the StorageClasses when they could not be read: a namespace-scoped
+// installation may not list them (they are cluster-scoped).
+struct StorageClassesUnknown {};
+// As above, except that no class is checked for existence and none is known to allow
+// expansion: every plan takes the Copy path, which needs no class (the new claim names it and
+// the provisioner checks it; a missing class leaves the claim Pending until its timeout).
+std::expected<std::optional<ResizePlan>, std::string> plan_resize(
+    const Json& statefulset, const std::vector<Json>& claims_in_namespace, StorageClassesUnknown);
+
 }  // namespace stsresize

@@ -101,9 +101,13 @@ std::expected<Json, std::string> with_template_changes(Json statefulset,
   return statefulset;
 }
 
-std::expected<ValidatedRequest, std::string> validate_resize_request(
-    const Json& statefulset, std::string_view request, const std::vector<Json>& claims,
-    const std::vector<Json>& storage_classes) {
+namespace {
+
+// `storage_classes` null: they could not be read (StorageClassesUnknown).
+std::expected<ValidatedRequest, std::string> validate(const Json& statefulset,
+                                                      std::string_view request,
+                                                      const std::vector<Json>& claims,
+                                                      const std::vector<Json>* storage_classes) {
   auto changes = parse_resize_request(request);
   if (!changes) return std::unexpected(changes.error());
   auto templates = k8s::claim_templates(statefulset);
@@ -123,8 +127,8 @@ std::expected<ValidatedRequest, std::string> validate_resize_request(
                              tmpl.storage->to_string() + "; " + change.storage->to_string() +
                              " would shrink it: shrinking is not supported yet");
     }
-    if (!change.storage_class.empty() &&
-        std::ranges::none_of(storage_classes, [&](const Json& storage_class) {
+    if (!change.storage_class.empty() && storage_classes != nullptr &&
+        std::ranges::none_of(*storage_classes, [&](const Json& storage_class) {
           auto name = k8s::name(storage_class);
           return name && *name == change.storage_class;
         })) {
@@ -141,7 +145,8 @@ std::expected<ValidatedRequest, std::string> validate_resize_request(
   }
   auto changed = with_template_changes(statefulset, *changes);
   if (!changed) return std::unexpected(changed.error());
-  auto plan = plan_resize(*changed, claims, storage_classes);
+  auto plan = storage_classes != nullptr ? plan_resize(*changed, claims, *storage_classes)
+                                         : plan_resize(*changed, claims, StorageClassesUnknown{});
   if (!plan) return std::unexpected(plan.error());
   if (!plan->has_value()) {
     return std::unexpected(
@@ -149,6 +154,20 @@ std::expected<ValidatedRequest, std::string> validate_resize_request(
         "(changing only storageClassName is not supported yet)");
   }
   return ValidatedRequest{std::move(*changes), "requested " + (*plan)->trigger};
+}
+
+}  // namespace
+
+std::expected<ValidatedRequest, std::string> validate_resize_request(
+    const Json& statefulset, std::string_view request, const std::vector<Json>& claims,
+    const std::vector<Json>& storage_classes) {
+  return validate(statefulset, request, claims, &storage_classes);
+}
+
+std::expected<ValidatedRequest, std::string> validate_resize_request(
+    const Json& statefulset, std::string_view request, const std::vector<Json>& claims,
+    StorageClassesUnknown) {
+  return validate(statefulset, request, claims, nullptr);
 }
 
 std::expected<Json, std::string> statefulset_definition(const Json& live, const Operation& op) {

@@ -17,6 +17,7 @@
 
 #include "engine/json.h"
 #include "engine/operation.h"
+#include "engine/planner.h"
 
 namespace stsresize {
 
@@ -52,6 +53,11 @@ struct ValidatedRequest {
 std::expected<ValidatedRequest, std::string> validate_resize_request(
     const Json& statefulset, std::string_view request, const std::vector<Json>& claims,
     const std::vector<Json>& storage_classes);
+// As above when the StorageClasses could not be read: the classes named are not checked, and
+// the plan is the Copy path's (engine/planner.h).
+std::expected<ValidatedRequest, std::string> validate_resize_request(
+    const Json& statefulset, std::string_view request, const std::vector<Json>& claims,
+    StorageClassesUnknown);
 
 // The StatefulSet to create in place of `live`: its apiVersion, kind, metadata (labels,
 // annotations, ownerReferences...) and spec, with `op.template_changes` applied, the request

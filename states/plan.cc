@@ -13,14 +13,20 @@ StepOutcome plan_step(StepContext& ctx) {
   }
   auto claims = ctx.kube.list(Kind::PersistentVolumeClaim, ctx.op.ns);
   if (!claims) return from_error(claims.error(), "listing claims");
-  auto classes = ctx.kube.list(Kind::StorageClass, "");
+  auto classes = list_storage_classes(ctx.kube);
   if (!classes) return from_error(classes.error(), "listing storage classes");
-  auto plan = plan_resize(ctx.statefulset, claims->items, classes->items);
+  auto plan = classes->has_value()
+                  ? plan_resize(ctx.statefulset, claims->items, **classes)
+                  : plan_resize(ctx.statefulset, claims->items, StorageClassesUnknown{});
   if (!plan) return StepOutcome::critical(plan.error());
   if (!plan->has_value()) return StepOutcome::critical("nothing to resize any more");
   if (auto recorded = ctx.journal.record(events::Planned{(*plan)->path, (*plan)->claims});
       !recorded) {
     return StepOutcome::transient(recorded.error());
+  }
+  if (!classes->has_value()) {
+    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Normal, kStorageClassesUnreadable,
+                      std::string{kStorageClassesUnreadableWhy});
   }
   return StepOutcome::waiting(Duration{0});
 }

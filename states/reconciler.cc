@@ -1,5 +1,6 @@
 #include "states/reconciler.h"
 
+#include <utility>
 #include <vector>
 
 #include "engine/annotations.h"
@@ -10,6 +11,7 @@
 #include "engine/timestamp.h"
 #include "states/machine.h"
 #include "states/step.h"
+#include "states/step_support.h"
 
 namespace stsresize {
 
@@ -47,6 +49,58 @@ std::string state_annotation_of(const Json& statefulset) {
   return value && value->has_value() ? **value : std::string{};
 }
 
+// The port as the steps see it: every call passed through, and a note of whether a step wrote
+// a StatefulSet (the annotation write of journal.record() goes around it).
+class StatefulSetWrites final : public Kubernetes {
+ public:
+  explicit StatefulSetWrites(Kubernetes& kube) : kube_(kube) {}
+
+  // True once since the last call if a StatefulSet was created, changed or deleted.
+  bool take() { return std::exchange(wrote_, false); }
+
+  KubeResult<Json> get(const ObjectRef& ref) override { return kube_.get(ref); }
+  KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                              const ListOptions& options) override {
+    return kube_.list(kind, ns, options);
+  }
+  KubeResult<Json> create(Kind kind, const Json& object) override {
+    note(kind);
+    return kube_.create(kind, object);
+  }
+  KubeResult<Json> update(Kind kind, const Json& object) override {
+    note(kind);
+    return kube_.update(kind, object);
+  }
+  KubeResult<Json> update_status(Kind kind, const Json& object) override {
+    note(kind);
+    return kube_.update_status(kind, object);
+  }
+  KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override {
+    note(ref.kind);
+    return kube_.patch(ref, type, patch);
+  }
+  KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options) override {
+    note(ref.kind);
+    return kube_.remove(ref, options);
+  }
+  KubeResult<Json> get_scale(const ObjectRef& ref) override { return kube_.get_scale(ref); }
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override {
+    note(ref.kind);
+    return kube_.update_scale(ref, replicas, resource_version);
+  }
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override {
+    return kube_.watch(kind, ns, options, std::move(stop), handler);
+  }
+
+ private:
+  void note(Kind kind) { wrote_ = wrote_ || kind == Kind::StatefulSet; }
+
+  Kubernetes& kube_;
+  bool wrote_ = false;
+};
+
 }  // namespace
 
 // One reconcile of one StatefulSet: the operation as it stands, the latest StatefulSet, and the
@@ -76,6 +130,10 @@ class Reconciler::Session final : public StepJournal {
   ReconcileResult reject_request(const std::string& reason);
   // A new operation on sts_: its first events committed (journal, then annotation).
   std::expected<void, std::string> begin(const std::string& trigger, std::vector<Event> events);
+  // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
+  // a start journaled by a process that died before writing its annotation. op_ is then that
+  // operation, ready for its annotation.
+  std::expected<bool, std::string> adopt_unannotated_start(const std::vector<Event>& first_events);
   ReconcileResult resume(Operation annotated);
   ReconcileResult drive();
   std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason);
@@ -163,9 +221,10 @@ ReconcileResult Reconciler::Session::run() {
 ReconcileResult Reconciler::Session::start() {
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
-  auto classes = r_.kube_.list(Kind::StorageClass, "");
+  auto classes = steps::list_storage_classes(r_.kube_);
   if (!classes) return retry("listing storage classes: " + classes.error().message);
-  auto plan = plan_resize(sts_, claims->items, classes->items);
+  auto plan = classes->has_value() ? plan_resize(sts_, claims->items, **classes)
+                                   : plan_resize(sts_, claims->items, StorageClassesUnknown{});
   if (!plan) {
     note(EventSeverity::Warning, "InvalidResize", plan.error());
     return terminal(plan.error());
@@ -184,6 +243,28 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& t
   auto replicas = k8s::spec_replicas(sts_);
   auto uid = k8s::uid(sts_);
   if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
+  // A refusal of an earlier request is out of date once an operation starts.
+  if (auto removed = k8s::remove_annotation(sts_, kResizeStatusAnnotation); !removed) {
+    return std::unexpected(removed.error());
+  }
+  // The start's own phase change (Pending -> first phase) is announced by ResizeStarted, so
+  // that every journaled transition has its Event on the StatefulSet.
+  std::string first_transition;
+  for (const Event& event : events) {
+    if (const auto* changed = std::get_if<events::PhaseChanged>(&event)) {
+      first_transition = "; " + std::string{to_string(changed->from)} + " -> " +
+                         std::string{to_string(changed->to)};
+    }
+  }
+  events.insert(events.begin(), events::OperationStarted{trigger, *uid, *replicas});
+  auto adopted = adopt_unannotated_start(events);
+  if (!adopted) return std::unexpected(adopted.error());
+  if (*adopted) {
+    if (auto written = write_annotation(); !written) return written;
+    note(EventSeverity::Normal, "ResizeStarted",
+         "operation " + op_.id + ": " + trigger + first_transition);
+    return {};
+  }
   const TimePoint now = to_millis(r_.clock_.now());
   op_ = Operation{};
   op_.id = make_operation_id(ref_.ns, ref_.name, *uid, now);
@@ -192,22 +273,55 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& t
   auto& slot = r_.folded_[op_.id];
   slot = std::make_unique<Folder>(PhaseMachine::rules());
   folder_ = slot.get();
-  // A refusal of an earlier request is out of date once an operation starts.
-  if (auto removed = k8s::remove_annotation(sts_, kResizeStatusAnnotation); !removed) {
-    return std::unexpected(removed.error());
-  }
-  events.insert(events.begin(), events::OperationStarted{trigger, *uid, *replicas});
   if (auto committed = commit(events); !committed) return committed;
-  note(EventSeverity::Normal, "ResizeStarted", "operation " + op_.id + ": " + trigger);
+  note(EventSeverity::Normal, "ResizeStarted",
+       "operation " + op_.id + ": " + trigger + first_transition);
   return {};
+}
+
+// Without it, the restarted process would journal a second operation beside the first, which
+// would stay "in progress" in the journal for ever (or, started in the same millisecond, collide
+// with it and be refused). Only a stream holding nothing but this very start is taken over: a
+// different request, or any progress, is another operation's story.
+std::expected<bool, std::string> Reconciler::Session::adopt_unannotated_start(
+    const std::vector<Event>& first_events) {
+  auto operations = r_.journal_.operations();
+  if (!operations) return std::unexpected("journal: " + operations.error().message);
+  const OperationSummary* latest = nullptr;
+  for (const OperationSummary& summary : *operations) {
+    if (summary.ns == ref_.ns && summary.statefulset == ref_.name) latest = &summary;
+  }
+  if (latest == nullptr ||
+      latest->last_sequence != static_cast<std::int64_t>(first_events.size())) {
+    return false;
+  }
+  auto records = r_.journal_.read(latest->operation_id);
+  if (!records) return std::unexpected("journal: " + records.error().message);
+  if (records->size() != first_events.size()) return false;
+  auto folder = std::make_unique<Folder>(PhaseMachine::rules());
+  for (std::size_t i = 0; i < first_events.size(); ++i) {
+    const JournalRecord& record = (*records)[i];
+    if (record.type != event_type(first_events[i]) ||
+        record.data != encode_event_data(first_events[i]) || !folder->apply(record)) {
+      return false;
+    }
+  }
+  auto& slot = r_.folded_[latest->operation_id];
+  slot = std::move(folder);
+  folder_ = slot.get();
+  op_ = *folder_->state();
+  return true;
 }
 
 ReconcileResult Reconciler::Session::start_requested(const std::string& request) {
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
-  auto classes = r_.kube_.list(Kind::StorageClass, "");
+  auto classes = steps::list_storage_classes(r_.kube_);
   if (!classes) return retry("listing storage classes: " + classes.error().message);
-  auto validated = validate_resize_request(sts_, request, claims->items, classes->items);
+  auto validated =
+      classes->has_value()
+          ? validate_resize_request(sts_, request, claims->items, **classes)
+          : validate_resize_request(sts_, request, claims->items, StorageClassesUnknown{});
   if (!validated) return reject_request(validated.error());
   if (auto begun =
           begin(validated->trigger, {events::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
@@ -297,7 +411,17 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
   const std::string transition =
       std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
   if (event == PhaseEvent::CriticalError) {
-    note(EventSeverity::Warning, "ResizeFailed", transition + ": " + reason);
+    std::string message = transition + ": " + reason;
+    // Once a source claim was replaced, whoever answers this Warning must know that stsresize
+    // did not scale back, and where the data now is.
+    if (*next == Phase::Failed && !op_.sources_intact()) {
+      message +=
+          "; source claims were replaced, so nothing was scaled back: the data of every "
+          "claim not yet restored is in its backup claim (kubectl -n " +
+          op_.ns + " get pvc -l stsresize.dev/operation=" + naming::label_value(op_.id) +
+          ",stsresize.dev/purpose=backup)";
+    }
+    note(EventSeverity::Warning, "ResizeFailed", message);
   } else if (*next == Phase::Failed) {
     note(EventSeverity::Warning, "ResizeFailed",
          "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
@@ -309,11 +433,16 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
 }
 
 ReconcileResult Reconciler::Session::drive() {
+  StatefulSetWrites kube{r_.kube_};
   for (int i = 0; i < r_.settings_.max_steps_per_reconcile; ++i) {
     if (is_terminal(op_.phase)) return idle();
     const Step step = step_for(op_.phase);
     if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});
-    if (i > 0) {
+    // sts_ is as read at the start or as returned by our last annotation write: read it again
+    // only when the step before wrote it (replicas, the template update). Its status may be a
+    // few milliseconds old otherwise, which no step depends on: the steps that wait on the
+    // status return and are woken by its watch event; writes carry resourceVersion or uid.
+    if (kube.take()) {
       auto fresh = r_.kube_.get(ref_);
       if (!fresh && fresh.error().code == KubeErrorCode::NotFound &&
           op_.phase == Phase::UpdatingTemplate) {
@@ -324,7 +453,7 @@ ReconcileResult Reconciler::Session::drive() {
         sts_ = std::move(*fresh);
       }
     }
-    StepContext ctx{r_.kube_, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+    StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
     const StepOutcome outcome = step(ctx);
     switch (outcome.kind) {
       case StepOutcome::Kind::Done:
@@ -347,7 +476,8 @@ ReconcileResult Reconciler::Session::drive() {
 
 Reconciler::Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock,
                        EventRecorder& events, EngineSettings settings)
-    : kube_(kube),
+    : tracked_kube_(kube),
+      kube_(tracked_kube_),
       journal_(journal),
       clock_(clock),
       events_(events),
@@ -357,10 +487,39 @@ Reconciler::~Reconciler() = default;
 
 ReconcileResult Reconciler::reconcile(const std::string& ns, const std::string& name) {
   const ObjectRef ref{Kind::StatefulSet, ns, name};
+  tracked_kube_.forget();
+  ReconcileResult result = reconcile_tracked(ref);
+  report_denial(ref, result);
+  return result;
+}
+
+void Reconciler::report_denial(const ObjectRef& ref, ReconcileResult& result) {
+  const std::string key = ref.ns + "/" + ref.name;
+  const auto& denial = tracked_kube_.last_denial();
+  // Only a denial that is the cause of the retry: a tolerated one (StorageClasses in a
+  // namespace-scoped installation) is followed by other work, whose own error this would be.
+  const bool caused_retry = result.is(ReconcileResult::Kind::Retry) && denial &&
+                            result.message.find(denial->server_message) != std::string::npos;
+  if (!caused_retry) {
+    reported_denials_.erase(key);
+    return;
+  }
+  const std::string what = describe(*denial);
+  result.message = "Forbidden: " + what + ": " + result.message;
+  if (auto reported = reported_denials_.find(key);
+      reported != reported_denials_.end() && reported->second == *denial) {
+    return;
+  }
+  reported_denials_.insert_or_assign(key, *denial);
+  events_.record(ref, EventSeverity::Warning, "Forbidden",
+                 "Forbidden: " + what + "; retrying with backoff until it is granted");
+}
+
+ReconcileResult Reconciler::reconcile_tracked(const ObjectRef& ref) {
   auto statefulset = kube_.get(ref);
   if (!statefulset) {
     if (statefulset.error().code == KubeErrorCode::NotFound) return recover(ref);
-    return retry("reading StatefulSet " + ns + "/" + name + ": " + statefulset.error().message);
+    return retry("reading " + to_string(ref) + ": " + statefulset.error().message);
   }
   Session session{*this, ref, std::move(*statefulset)};
   return session.run();

@@ -18,6 +18,7 @@
 #include "engine/ports/journal.h"
 #include "engine/ports/kubernetes.h"
 #include "engine/settings.h"
+#include "states/permission_denial.h"
 
 namespace stsresize {
 
@@ -49,14 +50,23 @@ class Reconciler {
   // carrying that label (name: the ConfigMap's stsresize.dev/statefulset annotation, which holds
   // the full name), so that a crash between delete and create is finished even though no
   // StatefulSet event will ever come for an object that does not exist.
+  //
+  // A Retry caused by an API call refused with Forbidden names the missing RBAC rule in its
+  // message (`Forbidden: cannot delete persistentvolumeclaims in namespace shop (RBAC: ...)`)
+  // and gives a Warning event `Forbidden` on the StatefulSet — once per StatefulSet and
+  // distinct denial, until a reconcile of it ends without one. Nothing else changes: the step
+  // that was refused runs again on the retry, as after any transient error.
   ReconcileResult reconcile(const std::string& ns, const std::string& name);
 
  private:
+  ReconcileResult reconcile_tracked(const ObjectRef& statefulset);
+  void report_denial(const ObjectRef& statefulset, ReconcileResult& result);
   ReconcileResult recover(const ObjectRef& statefulset);
   class Session;
   friend class Session;
 
-  Kubernetes& kube_;
+  DenialTrackingKubernetes tracked_kube_;  // every call the engine makes goes through it
+  Kubernetes& kube_;                       // = tracked_kube_
   Journal& journal_;
   const Clock& clock_;
   EventRecorder& events_;
@@ -64,6 +74,8 @@ class Reconciler {
   // The journal's view of each operation this process has touched, so that a reconcile does
   // not refold the whole stream: valid while its last sequence is the journal's.
   std::map<std::string, std::unique_ptr<Folder>> folded_;
+  // "ns/name" -> the denial last reported on it as an event.
+  std::map<std::string, PermissionDenial> reported_denials_;
 };
 
 }  // namespace stsresize

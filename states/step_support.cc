@@ -34,6 +34,13 @@ StepOutcome malformed(const std::string& error) {
   return StepOutcome::critical(error);
 }
 
+std::expected<std::optional<std::vector<Json>>, KubeError> list_storage_classes(Kubernetes& kube) {
+  auto classes = kube.list(Kind::StorageClass, "");
+  if (classes) return std::optional<std::vector<Json>>{std::move(classes->items)};
+  if (classes.error().code == KubeErrorCode::Forbidden) return std::optional<std::vector<Json>>{};
+  return std::unexpected(classes.error());
+}
+
 bool created_by(const Json& object, const Operation& op) {
   auto value = k8s::annotation(object, kOperationAnnotation);
   return value && value->has_value() && **value == op.id;

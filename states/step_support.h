@@ -4,6 +4,7 @@
 #include <expected>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/k8s_objects.h"
 #include "states/step.h"
@@ -23,6 +24,17 @@ Lookup get_optional(StepContext& ctx, const ObjectRef& ref);
 StepOutcome from_error(const KubeError& error, std::string_view doing);
 // A malformed object read from the cluster.
 StepOutcome malformed(const std::string& error);
+
+// The cluster's StorageClasses; nullopt when listing them is Forbidden (they are cluster-scoped,
+// and a namespace-scoped installation has no cluster-level rights): the caller plans without
+// them (engine/planner.h, StorageClassesUnknown). Any other error is returned.
+std::expected<std::optional<std::vector<Json>>, KubeError> list_storage_classes(Kubernetes& kube);
+// The Normal event a plan made without StorageClasses gives, and why.
+inline constexpr std::string_view kStorageClassesUnreadable = "StorageClassesUnreadable";
+inline constexpr std::string_view kStorageClassesUnreadableWhy =
+    "listing storageclasses is forbidden (a namespace-scoped installation has no cluster-level "
+    "rights): taking the copy path, which needs no StorageClass; expansion in place was not "
+    "considered and the classes named were not checked";
 
 bool created_by(const Json& object, const Operation& op);
 bool being_deleted(const Json& object);

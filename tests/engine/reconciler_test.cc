@@ -75,5 +75,45 @@ TEST_F(ReconcilerTest, OneReconcileAdvancesSeveralStepsAndJournalsBeforeActing) 
   EXPECT_TRUE(intended);
 }
 
+// Every journaled phase change, the start's included, has an Event on the StatefulSet naming it:
+// an operator watching `kubectl describe` sees each step, in order.
+TEST_F(ReconcilerTest, EveryJournaledPhaseChangeHasAnEventOnTheStatefulSet) {
+  for (const bool expandable : {false, true}) {
+    SCOPED_TRACE(expandable ? "expansion" : "copy");
+    ResizeWorld fresh;
+    MemoryJournal fresh_journal;
+    fresh.seed(expandable);
+    Reconciler engine{fresh.kube, fresh_journal, fresh.clock, fresh.events};
+    bool finished = false;
+    for (int round = 0; round < 600 && !finished; ++round) {
+      finished = engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle);
+      fresh.cluster.tick();
+      fresh.clock.advance(std::chrono::seconds{2});
+    }
+    ASSERT_TRUE(finished);
+    auto operations = fresh_journal.operations();
+    ASSERT_TRUE(operations && operations->size() == 1u);
+    auto records = fresh_journal.read(operations->front().operation_id);
+    ASSERT_TRUE(records);
+    std::vector<std::string> messages;
+    for (const RecordedEvent& event : fresh.events.events()) {
+      if (event.about == fresh.sts()) messages.push_back(event.message);
+    }
+    int changes = 0;
+    for (const JournalRecord& record : *records) {
+      if (record.type != "PhaseChanged") continue;
+      ++changes;
+      const std::string transition =
+          record.data["from"].get<std::string>() + " -> " + record.data["to"].get<std::string>();
+      EXPECT_TRUE(std::ranges::any_of(messages,
+                                      [&](const std::string& message) {
+                                        return message.find(transition) != std::string::npos;
+                                      }))
+          << "no event for " << transition;
+    }
+    EXPECT_GE(changes, expandable ? 3 : 6);
+  }
+}
+
 }  // namespace
 }  // namespace stsresize

@@ -159,9 +159,17 @@ TEST(CopyJob, SpecRunsOnceMountsSourceReadOnlyAndKeepsTheResult) {
   EXPECT_EQ(c.at("volumeMounts"), expected_mounts);
   EXPECT_EQ(c.at("terminationMessagePath"), "/dev/termination-log");
   EXPECT_EQ(c.at("terminationMessagePolicy"), "File");
-  for (const char* absent : {"resources", "securityContext"}) {
-    EXPECT_FALSE(c.contains(absent)) << absent;
+  EXPECT_FALSE(c.contains("resources"));
+  // Baseline Pod Security, not restricted: root with a few capabilities (see copy_job.h).
+  const Json& security = c.at("securityContext");
+  EXPECT_EQ(security.at("allowPrivilegeEscalation"), false);
+  EXPECT_EQ(security.at("capabilities").at("drop"), Json::array({"ALL"}));
+  for (const Json& added : security.at("capabilities").at("add")) {
+    EXPECT_TRUE(added == "CHOWN" || added == "DAC_OVERRIDE" || added == "FOWNER" ||
+                added == "FSETID" || added == "MKNOD")
+        << added << " is not in the baseline level's allowed set or not needed";
   }
+  EXPECT_EQ(security.at("seccompProfile").at("type"), "RuntimeDefault");
   for (const char* absent : {"securityContext", "nodeSelector", "tolerations"}) {
     EXPECT_FALSE(pod.contains(absent)) << absent;
   }

@@ -1,0 +1,48 @@
+// What one reconcile reads: the StatefulSet once at the start, and again only after a step wrote
+// it (the steps' other writes, and the state annotation written back, leave it current).
+#include <gtest/gtest.h>
+
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "states/reconciler.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+TEST(ReconcilerReads, TheStatefulSetIsReadAgainOnlyAfterAStepWroteIt) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);  // copy path: Planning, then ScalingDown sets replicas
+  MemoryJournal journal;
+  Reconciler engine{world.kube, journal, world.clock, world.events};
+
+  const ReconcileResult result = engine.reconcile(kNs, kSts);
+
+  ASSERT_TRUE(result.is(ReconcileResult::Kind::RequeueAfter)) << result.message;
+  auto phase = k8s::annotation(world.live_sts(), kPhaseAnnotation);
+  ASSERT_TRUE(phase && phase->has_value());
+  EXPECT_EQ(**phase, "ScalingDown");
+  EXPECT_EQ(k8s::spec_replicas(world.live_sts()).value_or(-1), 0);
+  // Writes: the operation's start, the plan, Planning -> ScalingDown (annotations), replicas.
+  EXPECT_EQ(world.kube.calls(Verb::Update, Kind::StatefulSet), 4);
+  // Reads: at the start, and after the replicas were set (ScalingDown then waits for the pods);
+  // none after the plan and the phase change, whose only writes were the annotation.
+  EXPECT_EQ(world.kube.calls(Verb::Get, Kind::StatefulSet), 2);
+}
+
+TEST(ReconcilerReads, AStepSeesTheReplicasItSetInTheStepAfter) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);
+  MemoryJournal journal;
+  Reconciler engine{world.kube, journal, world.clock, world.events};
+  ASSERT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
+  const int writes = world.kube.mutations();
+  // Pods still running: the next reconcile finds replicas already 0 and sets nothing again.
+  ASSERT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
+  EXPECT_EQ(world.kube.mutations(), writes);
+}
+
+}  // namespace
+}  // namespace stsresize
