@@ -185,6 +185,7 @@ void Controller::handle_statefulset(const std::string& key, const std::shared_pt
   if (deleted) {
     active_.erase(key);
     refused_.erase(key);
+    last_reconciled_.erase(key);
     return;
   }
   const Attention attention = attention_of(*sts);
@@ -200,7 +201,7 @@ void Controller::handle_statefulset(const std::string& key, const std::shared_pt
       refused != refused_.end() && refused->second == refusal_fingerprint(*sts)) {
     return;  // refused as it stands; a person must change it first
   }
-  queue_->add(key);
+  enqueue_locked(key);
 }
 
 void Controller::handle_claim(const Json& claim) {
@@ -212,7 +213,7 @@ void Controller::handle_claim(const Json& claim) {
   std::lock_guard lock(mutex_);
   for (auto it = active_.lower_bound(prefix); it != active_.end() && it->starts_with(prefix);
        ++it) {
-    queue_->add(*it);
+    enqueue_locked(*it);
   }
 }
 
@@ -231,7 +232,26 @@ void Controller::handle_owned(const Json& object) {
     return;
   }
   const std::string ns = object.value("metadata", Json::object()).value("namespace", "");
-  queue_->add(key_of(ns, name));
+  std::lock_guard lock(mutex_);
+  enqueue_locked(key_of(ns, name));
+}
+
+void Controller::enqueue_locked(const std::string& key) {
+  const Duration window = options_.event_batching_window;
+  if (window > Duration{0}) {
+    if (reconciling_.contains(key)) {
+      queue_->add_after(key, window);
+      return;
+    }
+    if (auto last = last_reconciled_.find(key); last != last_reconciled_.end()) {
+      const Duration since = std::chrono::duration_cast<Duration>(clock_.now() - last->second);
+      if (since < window) {
+        queue_->add_after(key, window - since);
+        return;
+      }
+    }
+  }
+  queue_->add(key);
 }
 
 void Controller::enqueue_all() {
@@ -294,6 +314,10 @@ void Controller::start_workers() {
   workers_ = std::make_unique<runtime::WorkerPool>(
       *queue_,
       [this](const std::string& key) {
+        {
+          std::lock_guard lock(mutex_);
+          reconciling_.insert(key);
+        }
         const auto [ns, name] = split_key(key);
         return reconcilers_->reconcile(ns, name);
       },
@@ -304,6 +328,11 @@ void Controller::start_workers() {
 }
 
 void Controller::observe(const std::string& key, const ReconcileResult& result, Duration took) {
+  {
+    std::lock_guard lock(mutex_);
+    reconciling_.erase(key);
+    last_reconciled_[key] = clock_.now();
+  }
   if (result.is(ReconcileResult::Kind::Terminal)) {
     const auto [ns, name] = split_key(key);
     if (auto cached = informers_->statefulsets->store().get(ns, name)) {

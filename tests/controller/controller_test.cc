@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <thread>
 
+#include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "tests/support/resize_world.h"
 
@@ -129,6 +132,83 @@ TEST(Controller, StopWhileWaitingForCachesReturns) {
   controller.stop();
   starter.join();
   EXPECT_FALSE(controller.working() && controller.caches_synced());
+}
+
+// A copy-path operation driven until BackingUp, then left alone (no ticks, no time passing):
+// the controller settles with nothing to do until the clock moves. Counts its reconciles.
+class BatchedEvents : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world_.seed(/*expandable=*/false, "2Gi");
+    ControllerOptions options = fast_options();
+    options.engine.poll_interval = 1h;  // only events bring a reconcile here
+    options.event_batching_window = 1s;
+    controller_ =
+        std::make_unique<Controller>(world_.kube, journal_, world_.clock, world_.events, options);
+    controller_->on_reconciled([this](const std::string&, std::string_view, Duration,
+                                      const std::string&) { ++reconciles_; });
+    controller_->start_caches();
+    starter_ = std::thread([this] { controller_->start_workers(); });
+    ASSERT_TRUE(run_cluster_until(world_, [this] {
+      auto phase = k8s::annotation(world_.live_sts(), kPhaseAnnotation);
+      return phase && phase->has_value() && **phase == "BackingUp";
+    }));
+    // Every batching delay still pending falls due, and an event wakes the queue to notice:
+    // afterwards nothing is pending but what the last reconcile leaves.
+    world_.clock.advance(2s);
+    const int seen = reconciles_;
+    poke(-1);
+    await_more_than(seen);
+    settle();
+  }
+  void TearDown() override {
+    controller_->stop();
+    if (starter_.joinable()) starter_.join();
+  }
+  // Until no reconcile has happened for 300 ms of real time.
+  void settle() {
+    int seen = -1;
+    for (int i = 0; i < 50 && seen != reconciles_; ++i) {
+      seen = reconciles_;
+      std::this_thread::sleep_for(300ms);
+    }
+  }
+  // Until more than `count` reconciles have happened, or 10 s of real time: the queue notices a
+  // delay that fell due on the manual clock only when it next wakes (every few seconds).
+  void await_more_than(int count) {
+    for (int i = 0; i < 200 && reconciles_ <= count; ++i) std::this_thread::sleep_for(50ms);
+  }
+  // A change nothing depends on, that still reaches the informer as an event.
+  void poke(int i) {
+    world_.kube.mutate_raw(world_.sts(), [i](Json& sts) {
+      sts["metadata"]["annotations"]["test.example/poke"] = std::to_string(i);
+    });
+  }
+
+  ResizeWorld world_;
+  MemoryJournal journal_;
+  std::unique_ptr<Controller> controller_;
+  std::thread starter_;
+  std::atomic<int> reconciles_{0};
+};
+
+TEST_F(BatchedEvents, EventsRightAfterAReconcileWaitForTheWindowThenMakeOneReconcile) {
+  const int before = reconciles_;
+  for (int i = 0; i < 5; ++i) poke(i);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(reconciles_, before) << "no time has passed since the last reconcile";
+  world_.clock.advance(1s);
+  await_more_than(before);
+  settle();
+  EXPECT_EQ(reconciles_, before + 1);
+}
+
+TEST_F(BatchedEvents, AnEventLaterThanTheWindowIsHandledAtOnce) {
+  world_.clock.advance(2s);
+  const int before = reconciles_;
+  poke(1);
+  settle();
+  EXPECT_EQ(reconciles_, before + 1);
 }
 
 }  // namespace
