@@ -18,6 +18,7 @@
 #include "adapters/clock/system_clock.h"
 #include "adapters/controller/controller.h"
 #include "adapters/events/kube_event_recorder.h"
+#include "adapters/failpoint/failpoint.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "adapters/kube/http_kubernetes.h"
 #include "adapters/metrics/metrics.h"
@@ -256,6 +257,12 @@ void log_reconcile(const std::string& key, std::string_view result, Duration too
 }  // namespace
 
 int run_controller(const RunFlags& flags, std::ostream& err) {
+  const char* failpoint_env = std::getenv(failpoint::kEnvironmentVariable.data());
+  auto armed = failpoint::parse(failpoint_env == nullptr ? "" : failpoint_env);
+  if (!armed) {
+    err << "stsresize run: " << armed.error() << "\n";
+    return kExitUsage;
+  }
   auto config = resolve_run_flags(flags);
   if (!config) {
     err << "stsresize run: " << config.error() << "\n";
@@ -301,13 +308,38 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
                                              {"message", error.message}});
       });
 
+  // The test hook (adapters/failpoint): only the controller's own ports are wrapped.
+  Kubernetes* controller_kube = kube->get();
+  Journal* controller_journal = journal->get();
+  std::unique_ptr<failpoint::FailpointKubernetes> failpoint_kube;
+  std::unique_ptr<failpoint::FailpointJournal> failpoint_journal;
+  if (*armed) {
+    const failpoint::Failpoint& point = **armed;
+    logging::warn("failpoint armed: this process kills itself at a transition boundary",
+                  {{"failpoint", failpoint::to_string(point)}});
+    auto kill = [](const std::string& what) {
+      logging::error("failpoint fired", {{"at", what}});
+      spdlog::default_logger()->flush();
+      failpoint::kill_this_process(what);
+    };
+    if (point.position == failpoint::Position::AfterJournal) {
+      failpoint_journal =
+          std::make_unique<failpoint::FailpointJournal>(**journal, point.boundary, kill);
+      controller_journal = failpoint_journal.get();
+    } else {
+      failpoint_kube =
+          std::make_unique<failpoint::FailpointKubernetes>(**kube, point.boundary, kill);
+      controller_kube = failpoint_kube.get();
+    }
+  }
+
   ControllerOptions controller_options;
   controller_options.ns = config->ns;
   controller_options.workers = config->workers;
   controller_options.engine = config->engine;
   // A namespace-scoped installation has no right to list cluster-scoped StorageClasses.
   controller_options.watch_storage_classes = config->ns.empty();
-  Controller controller(**kube, **journal, clock, recorder, controller_options);
+  Controller controller(*controller_kube, *controller_journal, clock, recorder, controller_options);
   controller.export_metrics(metrics);
   controller.on_reconciled([&metrics](const std::string& key, std::string_view result,
                                       Duration took, const std::string& message) {
