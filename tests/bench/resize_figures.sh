@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# Figures of one resize (issue #5's closing note), not a pass/fail timing test: a StatefulSet of
+# N replicas with MiB of random data per volume is resized from 1Gi to 2Gi through the
+# stsresize.dev/resize annotation, once on the copy path (StorageClass sim-fixed) and once on the
+# expansion path (sim-expandable), by `stsresize run` on a local control plane. Prints a table:
+#
+#   API requests per resized claim   the controller's stsresize_api_requests_total (/metrics),
+#                                    scraped just before the request and just after completion,
+#                                    by verb, divided by the number of claims (watches included)
+#   bytes copied per byte of data    what the copy Jobs' rsync transferred (its --info=progress2
+#                                    total, from the Job pods' logs kept by the node simulator),
+#                                    divided by the data in the volumes (the copy Jobs' source
+#                                    summaries: files and bytes of every regular file)
+#   downtime                         time with readyReplicas below the original count, from a
+#                                    `kubectl get -w` of the StatefulSet timestamped on arrival;
+#                                    and time with fewer Ready pods, from a watch of the pods
+#                                    (the re-created StatefulSet object reports 0 ready for a
+#                                    moment while its pods keep running)
+#   time per phase, total            from the journal (`stsresize replay -o json`: the time of
+#                                    each phase change); total = request annotated -> completed
+#                                    as seen by this script (polling every 0.5 s)
+#   controller CPU, RSS              /proc of the controller: CPU seconds during the resize,
+#                                    RSS at the end and its peak (VmHWM)
+#
+# Every resize is also checked (sizes, sha256 of every file, replicas, no leftovers); a failed
+# check exits 1.
+#
+#   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
+#                                 [--paths copy,expansion] [--poll-interval DURATION]
+#                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
+#
+#   --data-mib       random data per volume, in MiB (default 1024); the volumes' disk must
+#                    hold 3 copies of it per replica (source, backup, recreated claim)
+#   --poll-interval  passed to `stsresize run` (default: the controller's own)
+#   --kubeconfig     use this cluster (a namespace of its own, deleted at the end); otherwise a
+#                    private cluster --name (default resize-figures) is brought up and down
+#   --keep           leave the private cluster up
+#   --out DIR        keep the controller logs, /metrics scrapes, journals, replays and watch
+#                    samples in DIR
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$repo/build data_mib=1024 replicas=3 paths=copy,expansion poll_interval='' given_kubeconfig=''
+cluster_name=resize-figures keep=0 out=''
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --data-mib) data_mib=$2; shift 2 ;;
+    --replicas) replicas=$2; shift 2 ;;
+    --paths) paths=$2; shift 2 ;;
+    --poll-interval) poll_interval=$2; shift 2 ;;
+    --kubeconfig) given_kubeconfig=$2; shift 2 ;;
+    --name) cluster_name=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "resize_figures: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+stsresize=$build/bin/stsresize
+[[ -x $stsresize ]] || { echo "resize_figures: $stsresize is missing (cmake --build build --target stsresize)" >&2; exit 1; }
+[[ $data_mib =~ ^[0-9]+$ && $replicas =~ ^[1-9][0-9]*$ ]] || { echo "resize_figures: --data-mib and --replicas take numbers" >&2; exit 2; }
+
+if [[ -n $given_kubeconfig ]]; then
+  export KUBECONFIG=$given_kubeconfig
+else
+  echo "==> private cluster '$cluster_name'" >&2
+  KUBECONFIG=$("$repo/scripts/cluster" up --name "$cluster_name" | tail -n 1)
+  export KUBECONFIG
+fi
+unset STSRESIZE_KUBECONFIG_PATH_FILE
+
+# The volumes live in the cluster directory: source, backup and recreated claim at once.
+need_mib=$((data_mib * replicas * 3 + 512))
+avail_mib=$(df -Pm "$(dirname "$KUBECONFIG")" | awk 'NR == 2 { print $4 }')
+if ((avail_mib < need_mib)); then
+  echo "resize_figures: $avail_mib MiB free under $(dirname "$KUBECONFIG"), $need_mib MiB needed; use --data-mib" >&2
+  [[ -z $given_kubeconfig && $keep == 0 ]] && "$repo/scripts/cluster" down --name "$cluster_name" >/dev/null 2>&1
+  exit 1
+fi
+
+# shellcheck disable=SC2034 # read by proof/lib.sh
+ns_prefix=figures
+# shellcheck source-path=SCRIPTDIR source=../cluster/proof/lib.sh
+source "$repo/tests/cluster/proof/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../cluster/e2e/lib.sh
+source "$repo/tests/cluster/e2e/lib.sh"
+# shellcheck disable=SC2034 # read by proof/lib.sh
+test_name=resize_figures
+
+# add_data NAME N MIB: MIB more MiB of random data (1 MiB files under bulk/) in each of the N
+# volumes of NAME, written on the host; the checksums in $work/before-NAME-<i> taken again.
+add_data() {
+  local name=$1 replicas=$2 mib=$3 i dir
+  for ((i = 0; i < replicas; i++)); do
+    dir=$(pv_dir "data-$name-$i")
+    mkdir -p "$dir/bulk"
+    head -c $((mib * 1048576)) /dev/urandom | (cd "$dir/bulk" && split -b 1048576 -d -a 6 - m)
+    e2e_checksums "data-$name-$i" >"$work/before-$name-$i"
+  done
+}
+free_port() {
+  local port
+  while :; do
+    port=$((33000 + RANDOM % 20000))
+    ss -Hltn "sport = :$port" | grep -q . || { echo "$port"; return; }
+  done
+}
+# start_controller LOG PORT [ARGS]: as e2e_start_controller, with /metrics on 127.0.0.1:PORT
+# and the controller's own poll interval unless ARGS give one.
+start_controller() {
+  local log=$1 port=$2
+  shift 2
+  "$stsresize" run --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+    --metrics-bind-address "127.0.0.1:$port" --health-probe-bind-address "127.0.0.1:0" \
+    --log-format json "$@" >>"$work/$log" 2>&1 &
+  controller_pid=$!
+  controllers+=("$controller_pid")
+}
+e2e_init "$stsresize"
+[[ -n $out ]] && on_exit "mkdir -p '$out' && cp -r '$work'/. '$out'/"
+if [[ -z $given_kubeconfig ]]; then
+  if ((keep)); then
+    on_exit "echo 'resize_figures: --keep: cluster $cluster_name stays up (scripts/cluster down --name $cluster_name)' >&2"
+  else
+    # Last registered, so it runs first... after the namespace deletion would be better, but
+    # the whole cluster goes: no namespace to delete.
+    on_exit "ns=''; '$repo/scripts/cluster' down --name '$cluster_name' >/dev/null 2>&1"
+  fi
+fi
+
+declare -A figure seen
+rows=()
+# record ROW PATH VALUE: one cell of the table (rows keep their first-seen order).
+record() {
+  [[ -n ${seen[$1]:-} ]] || { rows+=("$1"); seen[$1]=1; }
+  figure[$1|$2]=$3
+}
+metrics() { curl -sf "http://127.0.0.1:$1/metrics"; }
+# api_requests FILE: "verb count" per verb of stsresize_api_requests_total (codes summed).
+api_requests() {
+  awk '/^stsresize_api_requests_total\{/ {
+         match($0, /verb="[^"]*"/); verb = substr($0, RSTART + 6, RLENGTH - 7); n[verb] += $NF }
+       END { for (v in n) printf "%s %.0f\n", v, n[v] }' "$1" | sort
+}
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
+status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# seconds FROM TO (epoch seconds with fractions), 1 decimal.
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+measure_path() {
+  local path=$1 class journal port sts_watch watch_pid pod_watch pod_watch_pid t0 t1 cpu0 cpu1 i bytes_data=0 bytes_copied=0 t
+  case $path in
+    copy) class=sim-fixed ;;
+    expansion) class=sim-expandable ;;
+    *) fail "unknown path $path (copy or expansion)" ;;
+  esac
+  use_namespace
+  step "$path path ($class): StatefulSet web, $replicas replicas of 1Gi, $data_mib MiB of random data each"
+  e2e_statefulset web "$class" "$replicas"
+  add_data web "$replicas" "$data_mib"
+  ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken"
+
+  journal=$work/journal-$path.db
+  local args=(--journal "$journal") attempt deadline
+  [[ -n $poll_interval ]] && args+=(--poll-interval "$poll_interval")
+  # A free port may be taken by another process before the controller binds it: try another.
+  for attempt in 1 2 3; do
+    port=$(free_port)
+    start_controller "controller-$path.log" "$port" "${args[@]}"
+    deadline=$((SECONDS + 60))
+    until metrics "$port" 2>/dev/null | awk '/^stsresize_informer_synced/ { n++; s += $NF } END { exit !(n > 0 && s == n) }'; do
+      kill -0 "$controller_pid" 2>/dev/null || break
+      ((SECONDS < deadline)) || fail "the controller's caches did not sync in 60s: $(tail -n 5 "$work/controller-$path.log")"
+      sleep 0.2
+    done
+    kill -0 "$controller_pid" 2>/dev/null && break
+    ((attempt < 3)) || fail "the controller exited: $(tail -n 5 "$work/controller-$path.log")"
+  done
+  sleep 2 # the first look at every StatefulSet
+
+  # readyReplicas as the watch delivers it, timestamped on arrival.
+  sts_watch=$work/ready-$path.txt
+  kubectl -n "$ns" get statefulset web -w -o jsonpath='{.status.readyReplicas}{"\n"}' 2>/dev/null \
+    > >(while IFS= read -r ready; do printf '%s %s\n' "$EPOCHREALTIME" "${ready:-0}"; done >"$sts_watch") &
+  watch_pid=$!
+  on_exit "kill $watch_pid 2>/dev/null; true"
+  # The pods themselves: the re-created StatefulSet (UpdatingTemplate) reports readyReplicas 0
+  # until its controller writes its status, while the pods keep running.
+  pod_watch=$work/pods-$path.txt
+  kubectl -n "$ns" get pods -l app=web -w --output-watch-events \
+    -o jsonpath='{.type} {.object.metadata.name} {.object.status.conditions[?(@.type=="Ready")].status}{"\n"}' \
+    2>/dev/null > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$pod_watch") &
+  pod_watch_pid=$!
+  on_exit "kill $pod_watch_pid 2>/dev/null; true"
+
+  metrics "$port" >"$work/metrics0-$path"
+  cpu0=$(cpu_seconds "$controller_pid")
+  step "resize to 2Gi"
+  t0=$EPOCHREALTIME
+  k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
+  e2e_wait_completed web 3600
+  t1=$EPOCHREALTIME
+  metrics "$port" >"$work/metrics1-$path"
+  cpu1=$(cpu_seconds "$controller_pid")
+  record "controller RSS at the end / peak (MiB)" "$path" \
+    "$(awk -v a="$(status_kib "$controller_pid" VmRSS)" -v b="$(status_kib "$controller_pid" VmHWM)" 'BEGIN { printf "%.1f / %.1f", a / 1024, b / 1024 }')"
+  ok "completed in $(seconds "$t0" "$t1") s; phases seen: ${phases[*]}"
+  sleep 1
+  kill "$watch_pid" "$pod_watch_pid" 2>/dev/null || true
+
+  step "check, and gather the figures"
+  e2e_assert_resized web "$replicas" 2Gi
+  e2e_stop_controller "$controller_pid"
+
+  # API requests, by verb, per resized claim.
+  local total=0 verb n0 n1 per
+  while read -r verb n1; do
+    n0=$(api_requests "$work/metrics0-$path" | awk -v v="$verb" '$1 == v { print $2 }')
+    per=$(awk -v d="$((n1 - ${n0:-0}))" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')
+    record "API requests per resized claim: $verb" "$path" "$per"
+    total=$((total + n1 - ${n0:-0}))
+  done < <(api_requests "$work/metrics1-$path")
+  record "API requests per resized claim: all" "$path" \
+    "$(awk -v d="$total" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')"
+  local result
+  for result in requeue idle retry terminal; do
+    record "reconciles: $result" "$path" "$(awk -v r="result=\"$result\"" '
+        FNR == 1 { f++ } /^stsresize_reconciles_total\{/ && index($0, r) { n[f] += $NF }
+        END { printf "%.0f", n[2] - n[1] }' "$work/metrics0-$path" "$work/metrics1-$path")"
+  done
+
+  # Bytes: every copy Job pod's log and termination message, kept by the node simulator.
+  local pod_dir copied summary
+  for pod_dir in "$nodesim_dir/pods/${ns}_"*-stsresize-*; do
+    [[ -f $pod_dir/copy.log ]] || continue
+    copied=$(tr '\r' '\n' <"$pod_dir/copy.log" | awk '$2 ~ /%$/ { b = $1 } END { gsub(",", "", b); print b + 0 }')
+    bytes_copied=$((bytes_copied + copied))
+    summary=$(cat "$pod_dir/copy.termination-log" 2>/dev/null || true)
+    if [[ $pod_dir == *-stsresize-backup-* && $summary == '{'* ]]; then
+      bytes_data=$((bytes_data + $(jq -r .source.bytes <<<"$summary")))
+    fi
+  done
+  if ((bytes_data == 0)); then # no copy: the data as the volumes hold it
+    for ((i = 0; i < replicas; i++)); do
+      t=$(find "$(pv_dir "data-web-$i")" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+      bytes_data=$((bytes_data + t))
+    done
+  fi
+  record "data in the volumes (MiB, all claims)" "$path" "$((bytes_data / 1048576))"
+  record "bytes copied (MiB, rsync, all Jobs)" "$path" "$((bytes_copied / 1048576))"
+  record "bytes copied per byte of data" "$path" \
+    "$(awk -v c="$bytes_copied" -v d="$bytes_data" 'BEGIN { printf "%.2f", d ? c / d : 0 }')"
+
+  # Downtime: readyReplicas below the original count, from the request to the end of the watch.
+  record "downtime: readyReplicas < $replicas (s)" "$path" \
+    "$(awk -v start="$t0" -v want="$replicas" '
+         { t = $1; if (t < start) t = start
+           if (have && prev_ready < want) down += t - prev_t
+           prev_t = t; prev_ready = $2; have = 1 }
+         END { printf "%.1f", down }' "$sts_watch")"
+  record "readyReplicas samples (watch events)" "$path" "$(wc -l <"$sts_watch")"
+  record "downtime: Ready pods < $replicas (s)" "$path" \
+    "$(awk -v start="$t0" -v want="$replicas" '
+         { t = $1; if (t < start) t = start
+           if (have && ready < want) down += t - prev
+           if ($2 == "DELETED") delete r[$3]; else r[$3] = ($4 == "True")
+           ready = 0; for (p in r) ready += r[p]
+           prev = t; have = 1 }
+         END { printf "%.1f", down }' "$pod_watch")"
+
+  # Time per phase, from the journal.
+  "$stsresize" replay --journal "$journal" -o json >"$work/replay-$path.json" ||
+    fail "replay of $journal: $(head -c 300 "$work/replay-$path.json")"
+  local phase secs
+  while read -r phase secs; do
+    [[ $phase == Pending ]] || record "phase $phase (s)" "$path" "$secs"
+  done < <(jq -r '
+      def epoch: (.[0:19] + "Z" | fromdate) + ((.[19:] | capture("^\\.(?<f>[0-9]+)") | ("0." + .f | tonumber)) // 0);
+      [.rows[] | select(.phaseBefore != .phaseAfter) | {phase: .phaseAfter, t: (.time | epoch)}] as $c
+      | range(0; ($c | length) - 1) | "\($c[.].phase) \(($c[. + 1].t - $c[.].t) * 10 | round / 10)"' \
+      "$work/replay-$path.json")
+  record "total: journal, first to last record (s)" "$path" \
+    "$(jq -r '.operations[0].durationMs / 1000 | . * 10 | round / 10' "$work/replay-$path.json")"
+  record "total: request annotated -> completed (s)" "$path" "$(seconds "$t0" "$t1")"
+  record "controller CPU during the resize (s)" "$path" "$(seconds "$cpu0" "$cpu1")"
+
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  ns=''
+}
+
+# Rows in this order (a row never filled is not printed; one not listed comes last).
+for v in create get list update patch delete watch all; do rows+=("API requests per resized claim: $v"); done
+for r in requeue idle retry terminal; do rows+=("reconciles: $r"); done
+rows+=("data in the volumes (MiB, all claims)" "bytes copied (MiB, rsync, all Jobs)"
+  "bytes copied per byte of data" "downtime: readyReplicas < $replicas (s)"
+  "readyReplicas samples (watch events)" "downtime: Ready pods < $replicas (s)")
+for p in UpdatingTemplate Planning ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp \
+  Expanding ScalingBack; do rows+=("phase $p (s)"); done
+rows+=("total: journal, first to last record (s)" "total: request annotated -> completed (s)"
+  "controller CPU during the resize (s)" "controller RSS at the end / peak (MiB)")
+for r in "${rows[@]}"; do seen[$r]=1; done
+
+IFS=, read -r -a path_list <<<"$paths"
+for p in "${path_list[@]}"; do measure_path "$p"; done
+
+echo
+printf '%s replicas, %s MiB of random data per volume, 1Gi -> 2Gi, poll interval %s\n\n' \
+  "$replicas" "$data_mib" "${poll_interval:-default}"
+header="| figure |" rule="| --- |"
+for p in "${path_list[@]}"; do header+=" $p |"; rule+=" ---: |"; done
+echo "$header"
+echo "$rule"
+for row in "${rows[@]}"; do
+  line="| $row |" filled=0
+  for p in "${path_list[@]}"; do
+    [[ -n ${figure[$row|$p]:-} ]] && filled=1
+    line+=" ${figure[$row|$p]:--} |"
+  done
+  ((filled)) || continue
+  echo "$line"
+done
