@@ -4,12 +4,7 @@
 # the standby within lease duration + retry period; SIGTERM of a leader releases the Lease, so a
 # standby takes over at once (well before the lease duration).
 #   leader_election.sh STSRESIZE_BINARY
-# Exit 77 (CTest: skipped) while the binary has no `run --leader-elect-identity`.
 stsresize=${1:?path to the stsresize binary}
-if ! "$stsresize" run --help 2>/dev/null | grep -q -- '--leader-elect-identity'; then
-  echo "SKIP: $stsresize has no 'run --leader-elect-identity' yet"
-  exit 77
-fi
 # shellcheck source-path=SCRIPTDIR/../proof source=../proof/lib.sh
 source "$(dirname "$0")/../proof/lib.sh"
 

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# kill -9 at every transition boundary, on the local control plane, with real data: the same
+# end state as an uninterrupted resize.
+#
+# 3 replicas with random data (e2e_statefulset), an explicit request for 2Gi; then `stsresize
+# run` is started again and again with the failpoint test hook armed (STSRESIZE_FAILPOINT,
+# adapters/failpoint/failpoint.h) so that each process SIGKILLs itself at its first boundary,
+# alternating after-journal:1 (the transition journaled, the annotation not yet written) and
+# after-annotation:1 (the annotation written: the boundary proper). An after-journal crash is
+# followed by an after-annotation one at the same transition (the restart resumes from the
+# annotation, one phase behind), so every transition is hit at both positions. Until the
+# operation completes; then:
+# - every process died of SIGKILL (137) at the point it announced, and the phase annotation
+#   at each crash is the one that point implies;
+# - every transition of the path (9 copy, 4 expansion) was hit at both positions;
+# - nothing was created twice (a watch records every uid): each backup claim and copy Job once,
+#   each source claim and the StatefulSet re-created at most once (expansion: the claims and
+#   pods never);
+# - e2e_assert_resized (sizes, sha256 of every file, 3/3 Ready, templates, nothing left), and
+#   `stsresize replay` exits 0 with one operation, the one named by last-operation, Completed.
+# The crash points are printed last.
+#   crash_at_each_boundary.sh STSRESIZE_BINARY journal-kept|journal-lost [sim-fixed|sim-expandable]
+# journal-lost deletes journal.db after every crash: the controller resumes from the cluster
+# alone (the journal then holds the last process's records, from its Resumed event).
+# sim-fixed (default) takes the copy path, sim-expandable the expansion path.
+mode=${2:?journal-kept or journal-lost}
+class=${3:-sim-fixed}
+[[ $mode == journal-kept || $mode == journal-lost ]] || {
+  echo "mode must be journal-kept or journal-lost, not $mode" >&2
+  exit 2
+}
+[[ $class == sim-fixed || $class == sim-expandable ]] || {
+  echo "the class must be sim-fixed or sim-expandable, not $class" >&2
+  exit 2
+}
+# shellcheck source-path=SCRIPTDIR/../proof source=../proof/lib.sh
+source "$(dirname "$0")/../proof/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# The path of an explicit request, as the failpoint names the transitions.
+if [[ $class == sim-fixed ]]; then
+  transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> ScalingDown"
+    "ScalingDown -> BackingUp" "BackingUp -> Recreating" "Recreating -> Restoring"
+    "Restoring -> ScalingUp" "ScalingUp -> CleaningUp" "CleaningUp -> Completed")
+else
+  transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> Expanding"
+    "Expanding -> Completed")
+fi
+positions=(after-journal after-annotation)
+
+e2e_init "${1:?path to the stsresize binary}"
+use_namespace
+started=$SECONDS
+
+phase_now() { jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}' 2>/dev/null || true; }
+completed() {
+  [[ -z $(phase_now) && $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}' 2>/dev/null) == *Completed* ]]
+}
+
+step "StatefulSet web: 3 replicas, claims of 1Gi on $class, random data in every volume"
+e2e_statefulset web "$class" 3
+pod_uids_before=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
+ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken on the host"
+
+# Every create the namespace sees, with its uid (the initial list arrives as ADDED too).
+for kind in pvc jobs statefulsets; do
+  k get "$kind" --watch --output-watch-events \
+    -o jsonpath='{.type} {.object.kind} {.object.metadata.name} {.object.metadata.uid}{"\n"}' \
+    >>"$work/watch-$kind" 2>>"$work/watch-errors" &
+  watchers+=("$!")
+done
+# shellcheck disable=SC2016 # expanded at exit
+on_exit 'for p in "${watchers[@]}"; do kill "$p" 2>/dev/null; done; true'
+
+step "request 2Gi through the annotation; crash the controller at each boundary ($mode, $class)"
+k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
+crashes=0
+points=()
+while ! completed; do
+  ((crashes < 40)) || fail "still not completed after $crashes crashes: ${points[*]}"
+  position=${positions[crashes % 2]}
+  log=run-$crashes.log
+  before=$(phase_now)
+  STSRESIZE_FAILPOINT=$position:1 e2e_start_controller "$log"
+  pid=$controller_pid
+  # bash reports a job killed by a signal ("Killed") when it reaps it: keep that out of the
+  # output; the exit status below says it.
+  deadline=$((SECONDS + 120))
+  while kill -0 "$pid" && ((SECONDS < deadline)) && ! completed; do sleep 0.2; done 2>/dev/null
+  if kill -0 "$pid" 2>/dev/null; then
+    completed && fail "run $crashes ($position:1) completed the operation without the failpoint firing"
+    fail "run $crashes ($position:1, from ${before:-no phase}) still alive after 120s: $(tail -n 20 "$work/$log")"
+  fi
+  status=0
+  { wait "$pid"; } 2>/dev/null || status=$?
+  ((status == 137)) || fail "run $crashes ($position:1) exited $status, not 137 (SIGKILL): $(tail -n 30 "$work/$log")"
+  at=$(grep -F '"failpoint fired"' "$work/$log" | jq -r .at) || true
+  [[ -n $at ]] || fail "run $crashes died of SIGKILL without announcing the failpoint: $(tail -n 30 "$work/$log")"
+  # "after-journal:1 operation <id>: A -> B" or "after-annotation:1 StatefulSet <ns>/web: A -> B";
+  # the annotation's A or B is "(none)" at the ends: Pending and Completed.
+  transition=${at##*: }
+  from=${transition%% -> *}
+  to=${transition##* -> }
+  if [[ $position == after-annotation ]]; then
+    [[ $from == "(none)" ]] && from=Pending
+    [[ $to == "(none)" ]] && to=Completed
+    want=$to
+  else
+    want=$from
+  fi
+  [[ $want == Pending || $want == Completed ]] && want=''
+  annotated=$(phase_now)
+  [[ $annotated == "$want" ]] ||
+    fail "run $crashes crashed at $at but the phase annotation is '${annotated:-none}', not '${want:-none}'"
+  points+=("$position $from -> $to")
+  note "crash $((crashes + 1)): $position at $from -> $to (annotation ${annotated:-none}; run took ${SECONDS}s so far)"
+  crashes=$((crashes + 1))
+  if [[ $mode == journal-lost ]] && ! completed; then rm -f "$work/journal.db" "$work/journal.db-wal" "$work/journal.db-shm"; fi
+done
+ok "completed after $crashes crashes, each a SIGKILL at the point it announced"
+
+step "every transition of the path crashed at both positions"
+((crashes >= ${#transitions[@]})) || fail "only $crashes crashes for ${#transitions[@]} transitions"
+for t in "${transitions[@]}"; do
+  for p in "${positions[@]}"; do
+    printf '%s\n' "${points[@]}" | grep -qxF "$p $t" || fail "no crash $p at $t; crashes: $(printf '%s; ' "${points[@]}")"
+  done
+done
+ok "${#transitions[@]} transitions x ${#positions[@]} positions, $crashes crashes"
+
+step "nothing created twice"
+for p in "${watchers[@]}"; do kill -0 "$p" 2>/dev/null || fail "a watch ended early: $(cat "$work/watch-errors")"; done
+# uids per object name, from every ADDED event seen
+uids() { awk -v kind="$1" '$1 == "ADDED" && $2 == kind { print $3, $4 }' "$work"/watch-* | sort -u; }
+twice=$(uids PersistentVolumeClaim | awk '$1 ~ /stsresize/ { n[$1]++ } END { for (c in n) if (n[c] > 1) print c }')
+[[ -z $twice ]] || fail "backup claims created more than once: $twice"
+twice=$(uids Job | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 1) print c }')
+[[ -z $twice ]] || fail "copy Jobs created more than once: $twice"
+if [[ $class == sim-fixed ]]; then recreated=2; else recreated=1; fi
+twice=$(uids PersistentVolumeClaim | awk -v max=$recreated '$1 !~ /stsresize/ { n[$1]++ } END { for (c in n) if (n[c] > max) print c }')
+[[ -z $twice ]] || fail "source claims created more than $recreated time(s): $twice"
+twice=$(uids StatefulSet | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 2) print c }')
+[[ -z $twice ]] || fail "the StatefulSet was re-created more than once"
+backups=$(uids PersistentVolumeClaim | awk '$1 ~ /stsresize/' | wc -l)
+jobs=$(uids Job | wc -l)
+if [[ $class == sim-fixed ]]; then
+  ((backups == 3 && jobs == 6)) || fail "want 3 backup claims and 6 copy Jobs, each created once; saw $backups and $jobs"
+  ok "3 backup claims and 6 copy Jobs, each created once; each source claim and the StatefulSet re-created once"
+else
+  ((backups == 0 && jobs == 0)) || fail "expansion created $backups backup claims and $jobs Jobs"
+  pod_uids_after=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
+  [[ $pod_uids_after == "$pod_uids_before" ]] || fail "expansion restarted pods: $pod_uids_before -> $pod_uids_after"
+  ok "no backup claim or Job; the claims never re-created; the same pods throughout"
+fi
+
+step "end state: as after an uninterrupted resize"
+e2e_assert_resized web 3 2Gi
+replay=$("$stsresize" replay --journal "$work/journal.db" 2>&1) || fail "replay: $replay"
+# The operation that the StatefulSet's last-operation names replays to Completed.
+operation=$(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}' | jq -r .id)
+grep -q "^operation $operation ($ns/web): Completed" <<<"$replay" ||
+  fail "operation $operation does not replay to Completed: $replay"
+grep '^operation ' <<<"$replay" | sed 's/^/    /'
+# A crash between journaling the start and writing the first annotation must not leave a second
+# operation "in progress" in the journal: the restart carries on with the journaled one.
+(($(grep -c '^operation ' <<<"$replay") == 1)) || fail "the journal holds more than one operation: $replay"
+ok "journal replays consistently: one operation, $operation, Completed"
+
+step "crash points ($mode, $class, $((SECONDS - started))s)"
+printf '    %s\n' "${points[@]}"
