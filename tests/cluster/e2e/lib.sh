@@ -31,6 +31,21 @@
 #   e2e_replay JOURNAL               `stsresize replay` of JOURNAL; fails unless it exits 0 (the
 #                                    journal is consistent); its output in $replay
 
+# Diagnostics of a failed e2e test (proof/lib.sh calls it first): the end of every controller
+# log, and the whole report of a fatal signal (adapters/app/crash_handler.h) if there is one.
+extra_diagnostics() {
+  local log
+  for log in "$work"/*.log; do
+    [[ -f $log ]] || continue
+    echo "--- ${log##*/} (tail)"
+    tail -n 25 "$log" | cut -c1-400
+    if grep -q "fatal signal" "$log"; then
+      echo "--- ${log##*/}: fatal signal"
+      grep -A 60 "fatal signal" "$log"
+    fi
+  done
+}
+
 e2e_init() {
   stsresize=${1:?path to the stsresize binary}
   work=$(mktemp -d)

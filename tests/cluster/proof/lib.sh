@@ -51,6 +51,8 @@ diagnostics() {
   _diagnosed=1
   local f
   echo "---------------- diagnostics ----------------"
+  # A test library may add its own first (the e2e tests: the controllers' logs).
+  if declare -F extra_diagnostics >/dev/null; then extra_diagnostics 2>&1 || true; fi
   if [[ -n $ns ]]; then
     echo "--- kubectl -n $ns get all,pvc,events"
     kubectl -n "$ns" get statefulsets,jobs,pods,pvc -o wide 2>&1 || true
