@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "engine/operation_codec.h"
+
 namespace stsresize {
 
 namespace {
@@ -103,7 +105,7 @@ std::vector<std::vector<const JournalRecord*>> streams_of(std::span<const Journa
 
 // Replays one operation's stream into `out`; false when it was inconsistent.
 bool replay_stream(const std::vector<const JournalRecord*>& stream, const TransitionRules& rules,
-                   const ReplayFilter& filter, Replay& out) {
+                   const ReplayFilter& filter, ReplayStates states, Replay& out) {
   const JournalRecord& first = *stream.front();
   OperationOutcome outcome;
   outcome.operation_id = first.operation_id;
@@ -118,20 +120,24 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
   for (const JournalRecord* record : stream) {
     const std::optional<Phase> before =
         folder.state() ? std::optional<Phase>{folder.state()->phase} : std::nullopt;
+    const bool keep = states == ReplayStates::Kept;
+    std::optional<Operation> state_before = keep ? folder.state() : std::nullopt;
     auto event = decode_event(*record);
     if (!event) {
-      inconsistency = Inconsistency{record->operation_id, record->sequence, *record, event.error()};
+      inconsistency = Inconsistency{record->operation_id, record->sequence, *record, event.error(),
+                                    std::move(state_before)};
       break;
     }
     if (auto applied = folder.apply(*record, *event); !applied) {
-      inconsistency =
-          Inconsistency{record->operation_id, record->sequence, *record, applied.error().message};
+      inconsistency = Inconsistency{record->operation_id, record->sequence, *record,
+                                    applied.error().message, std::move(state_before)};
       break;
     }
     if (in_window(*record, filter)) {
       out.rows.push_back(TimelineRow{record->time, record->operation_id, record->sequence, before,
-                                     folder.state()->phase, record->type,
-                                     timeline_details(*event)});
+                                     folder.state()->phase, record->type, timeline_details(*event),
+                                     std::move(state_before), keep ? folder.state() : std::nullopt,
+                                     keep ? record->data : Json{}});
     }
   }
 
@@ -149,7 +155,112 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
   return true;
 }
 
+// A leaf value as `replay --step` shows it.
+std::string shown(const Json& value) {
+  if (value.is_null()) return "(none)";
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    return text.empty() ? "\"\"" : text;
+  }
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// The JSON form of an operation with each claim's derived stage, keyed for diffing.
+Json diffable(const Operation& operation) {
+  Json view = encode_operation(operation);
+  view.erase("lastSequence");
+  view.erase("v");
+  Json claims = Json::object();
+  for (std::size_t i = 0; i < operation.claims.size(); ++i) {
+    Json claim = view.at("claims").at(i);
+    claim["stage"] = claim_stage(operation.claims[i]);
+    claims[operation.claims[i].claim] = std::move(claim);
+  }
+  view["claims"] = std::move(claims);
+  return view;
+}
+
+std::string added_claim(const Json& claim) {
+  return "added, " + shown(claim.at("fromSize")) + " → " + shown(claim.at("toSize")) + ", " +
+         shown(claim.at("stage"));
+}
+
+void diff(const std::string& field, const Json& before, const Json& after,
+          std::vector<FieldChange>& out) {
+  if (before == after) return;
+  if (before.is_object() && after.is_object()) {
+    // Keys are sorted (nlohmann::json keeps objects in a std::map); the stage of a claim is
+    // listed before its raw fields.
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : before.items()) keys.push_back(key);
+    for (const auto& [key, value] : after.items()) {
+      if (!before.contains(key)) keys.push_back(key);
+    }
+    std::sort(keys.begin(), keys.end());
+    std::stable_partition(keys.begin(), keys.end(),
+                          [](const std::string& key) { return key == "stage"; });
+    static const Json kAbsent = nullptr;
+    for (const std::string& key : keys) {
+      const Json& b = before.contains(key) ? before.at(key) : kAbsent;
+      const Json& a = after.contains(key) ? after.at(key) : kAbsent;
+      diff(field.empty() ? key : field + "." + key, b, a, out);
+    }
+    return;
+  }
+  out.push_back(FieldChange{field, shown(before), shown(after)});
+}
+
 }  // namespace
+
+std::string claim_stage(const ClaimPlan& claim) {
+  if (claim.expanded) return "expanded";
+  if (claim.restore_verified) return "restored";
+  if (!claim.recreated_uid.empty()) return "recreated";
+  if (claim.source_deleted) return "source deleted";
+  if (claim.backup_verified) return "backed up";
+  return "planned";
+}
+
+std::vector<FieldChange> operation_changes(const std::optional<Operation>& before,
+                                           const Operation& after) {
+  const Json b = before ? diffable(*before) : Json::object();
+  const Json a = diffable(after);
+  std::vector<FieldChange> out;
+  static const Json kAbsent = nullptr;
+  static const Json kNoClaims = Json::object();
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : a.items()) keys.push_back(key);
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& key : keys) {
+    if (key != "claims") {
+      diff(key, b.contains(key) ? b.at(key) : kAbsent, a.contains(key) ? a.at(key) : kAbsent, out);
+      continue;
+    }
+    const Json& old_claims = b.contains("claims") ? b.at("claims") : kNoClaims;
+    const Json& new_claims = a.at("claims");
+    // Claims in plan order (the Operation's), each under its name.
+    for (const ClaimPlan& claim : after.claims) {
+      const Json& now = new_claims.at(claim.claim);
+      const std::string field = "claims[" + claim.claim + "]";
+      if (!old_claims.contains(claim.claim)) {
+        out.push_back(FieldChange{field, "(none)", added_claim(now)});
+      } else {
+        diff(field, old_claims.at(claim.claim), now, out);
+      }
+    }
+    for (const auto& [name, gone] : old_claims.items()) {
+      if (!new_claims.contains(name)) {
+        out.push_back(FieldChange{"claims[" + name + "]", "present", "(none)"});
+      }
+    }
+  }
+  std::stable_partition(out.begin(), out.end(),
+                        [](const FieldChange& change) { return change.field == "phase"; });
+  return out;
+}
 
 std::string timeline_details(const Event& event) {
   return std::visit(
@@ -189,7 +300,7 @@ std::string timeline_details(const Event& event) {
 }
 
 Replay replay(std::span<const JournalRecord> records, const TransitionRules& rules,
-              const ReplayFilter& filter) {
+              const ReplayFilter& filter, ReplayStates states) {
   Replay out;
   for (const auto& stream : streams_of(records)) {
     if (!selected(*stream.front(), filter)) continue;
@@ -197,7 +308,7 @@ Replay replay(std::span<const JournalRecord> records, const TransitionRules& rul
         std::any_of(stream.begin(), stream.end(),
                     [&](const JournalRecord* r) { return in_window(*r, filter); });
     if (!shows_something) continue;
-    if (!replay_stream(stream, rules, filter, out)) break;
+    if (!replay_stream(stream, rules, filter, states, out)) break;
   }
   return out;
 }

@@ -32,6 +32,12 @@ struct TimelineRow {
   // Short, for people: "ScalingDown → BackingUp (StepDone)",
   // "data-web-0: 1,204 files, 1.2 GiB, sha256 3f2a1b2c…".
   std::string details;
+  // The whole state before and after the record; only when replay() was asked to keep them
+  // (ReplayStates::Kept, for `stsresize replay --step`). state_before is nullopt before the
+  // operation's first record.
+  std::optional<Operation> state_before{};
+  std::optional<Operation> state_after{};
+  Json data{};  // the record's payload, also only with ReplayStates::Kept
 
   friend bool operator==(const TimelineRow&, const TimelineRow&) = default;
 };
@@ -43,6 +49,9 @@ struct Inconsistency {
   std::int64_t sequence = 0;
   JournalRecord record;
   std::string reason;
+  // The state the refused record was applied to (nullopt before the first record); only with
+  // ReplayStates::Kept.
+  std::optional<Operation> state_before{};
 
   friend bool operator==(const Inconsistency&, const Inconsistency&) = default;
 };
@@ -79,14 +88,42 @@ struct Replay {
   bool consistent() const { return !inconsistency.has_value(); }
 };
 
+// Whether every row keeps the whole Operation before and after its record (costs a copy of
+// the operation per record, so only when asked).
+enum class ReplayStates { Omitted, Kept };
+
 // Replays the records of one or several operations. Records of one operation must come in
 // sequence order (as the Journal returns them); several operations may be interleaved. Stops
 // at the first inconsistent record: the rows before it are kept, that record gets no row, and
 // the operations after it are not replayed.
 Replay replay(std::span<const JournalRecord> records, const TransitionRules& rules,
-              const ReplayFilter& filter = {});
+              const ReplayFilter& filter = {}, ReplayStates states = ReplayStates::Omitted);
 
 // The details text of one event (the DETAILS column).
 std::string timeline_details(const Event& event);
+
+// How far one claim got, derived from its progress fields: on the Copy path "planned",
+// "backed up", "source deleted", "recreated", "restored"; on the Expand path "planned",
+// "expanded".
+std::string claim_stage(const ClaimPlan& claim);
+
+// One field that a record changed, for `replay --step`: `field` is a path into the
+// Operation's JSON form (engine/operation_codec.h), claims named by claim
+// ("claims[data-web-0].sourceDeleted"), plus the derived "claims[<claim>].stage"; values are
+// shown bare for strings, as compact JSON otherwise, "(none)" when absent.
+struct FieldChange {
+  std::string field;
+  std::string before;
+  std::string after;
+
+  friend bool operator==(const FieldChange&, const FieldChange&) = default;
+};
+
+// What differs between two states of one operation, "phase" first, then in field order.
+// `before` nullopt (the first record) lists every field the operation got. lastSequence,
+// which every record advances, is left out; a claim that appears is one line, not one per
+// field.
+std::vector<FieldChange> operation_changes(const std::optional<Operation>& before,
+                                           const Operation& after);
 
 }  // namespace stsresize

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "adapters/app/exit_codes.h"
+#include "adapters/app/journal_command.h"
 #include "adapters/app/replay_command.h"
 #include "adapters/app/run_command.h"
 #include "adapters/app/version_command.h"
@@ -17,8 +18,8 @@ constexpr const char* kFooter =
     "\n"
     "Exit codes:\n"
     "  0  success\n"
-    "  1  replay: the journal is inconsistent\n"
-    "  2  usage error, or an input that cannot be read\n"
+    "  1  replay: the journal is inconsistent (or an export's checksum does not match)\n"
+    "  2  usage error, an input that cannot be read, or a refused journal import\n"
     "  3  run: the leader lease was lost";
 
 }  // namespace
@@ -32,10 +33,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.require_subcommand(1);
 
   ReplayOptions replay_options;
+  JournalOptions journal_options;
   RunFlags run_flags;
   CLI::App* run = add_run_command(app, run_flags);
   CLI::App* replay = add_replay_command(app, replay_options);
   CLI::App* version = add_version_command(app);
+  CLI::App* journal = add_journal_command(app, journal_options);
 
   // CLI11 parses a reversed vector (it pops arguments off the back).
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -52,6 +55,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   if (run->parsed()) return run_controller(run_flags, err);
   if (replay->parsed()) return run_replay(replay_options, out, err);
+  if (journal->parsed()) return run_journal(journal_options, out, err);
   if (version->parsed()) return run_version(out);
   return kExitUsage;  // unreachable: require_subcommand(1)
 }

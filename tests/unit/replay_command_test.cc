@@ -15,6 +15,7 @@
 #include "adapters/journal/memory_journal.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "engine/json.h"
+#include "tests/support/golden.h"
 #include "tests/support/replay_samples.h"
 #include "tests/support/scratch_dir.h"
 
@@ -23,31 +24,7 @@ namespace {
 
 using stsresize::testing::one_claim_copy;
 
-// Golden files live in tests/unit/golden/ and are compared byte for byte. After an intended
-// change of the output, run the tests once with STSRESIZE_UPDATE_GOLDEN=1: every golden file
-// is rewritten from the actual output (the test then fails once, so that a rewrite is never
-// silent); review the diff and commit it.
-std::filesystem::path golden_path(const std::string& name) {
-  return std::filesystem::path{STSRESIZE_SOURCE_DIR} / "tests/unit/golden" / name;
-}
-
-void expect_matches_golden(const std::string& name, const std::string& actual) {
-  const std::filesystem::path path = golden_path(name);
-  const char* update = std::getenv("STSRESIZE_UPDATE_GOLDEN");
-  if (update != nullptr && std::string{update} == "1") {
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream{path, std::ios::binary} << actual;
-    ADD_FAILURE() << "rewrote golden file " << path
-                  << "; run again without STSRESIZE_UPDATE_GOLDEN";
-    return;
-  }
-  std::ifstream file{path, std::ios::binary};
-  ASSERT_TRUE(file) << "missing golden file " << path
-                    << " (create it with STSRESIZE_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << file.rdbuf();
-  EXPECT_EQ(actual, expected.str()) << "differs from golden file " << path;
-}
+using testing_support::expect_matches_golden;
 
 struct Outcome {
   int code = -1;
@@ -308,6 +285,137 @@ TEST(CommandLine, CommandLine_VersionPrintsTheProjectVersion) {
   EXPECT_TRUE(std::regex_match(std::string{version()}, std::regex{R"(\d+\.\d+\.\d+)"}))
       << version();
   EXPECT_EQ(result.out, "stsresize " + std::string{version()} + "\n");
+}
+
+// --step: every record with the operation's state before and after it.
+
+TEST_F(ReplayCommandTest, ReplayStep_TextShowsEachRecordWithStatesAndChangedFields) {
+  ReplayOptions step = options();
+  step.operation = "web-0123abcd";
+  step.step = true;
+  const Outcome result = run(step);
+
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_EQ(result.err, "");
+  expect_matches_golden("replay_step_web.txt", result.out);
+  EXPECT_TRUE(contains(result.out, "    phase: BackingUp -> Recreating\n")) << result.out;
+  EXPECT_TRUE(contains(result.out, "    claims[data-web-0].stage: backed up -> source deleted\n"))
+      << result.out;
+}
+
+TEST_F(ReplayCommandTest, ReplayStep_JsonIsAnArrayOfSequenceEventBeforeAndAfter) {
+  ReplayOptions step = options();
+  step.operation = "web-0123abcd";
+  step.step = true;
+  step.output = "json";
+  const Outcome result = run(step);
+
+  ASSERT_EQ(result.code, kExitOk) << result.err;
+  expect_matches_golden("replay_step_web.json", result.out);
+  const Json steps = Json::parse(result.out);
+  ASSERT_TRUE(steps.is_array());
+  ASSERT_EQ(steps.size(), 16u);
+  EXPECT_TRUE(steps.at(0).at("before").is_null());
+  EXPECT_EQ(steps.at(0).at("after").at("phase"), "Pending");
+  const Json& fifth = steps.at(4);
+  EXPECT_EQ(fifth.at("sequence"), 5);
+  EXPECT_EQ(fifth.at("event"), "PhaseChanged");
+  EXPECT_EQ(fifth.at("before").at("phase"), "ScalingDown");
+  EXPECT_EQ(fifth.at("after").at("phase"), "BackingUp");
+  EXPECT_EQ(fifth.at("changes").at(0),
+            (Json{{"field", "phase"}, {"before", "ScalingDown"}, {"after", "BackingUp"}}));
+  // ActionIntended changes nothing in the operation but its sequence.
+  EXPECT_EQ(steps.at(5).at("changes"), Json::array());
+  EXPECT_EQ(steps.at(5).at("before"), [&] {
+    Json before = steps.at(5).at("after");
+    before["lastSequence"] = 5;
+    return before;
+  }());
+}
+
+TEST_F(ReplayCommandTest, ReplayStep_FollowsTheFilters) {
+  ReplayOptions step = options();
+  step.statefulset = "db";
+  step.since = "2027-01-15T09:00:05Z";
+  step.until = "2027-01-15T09:00:08Z";
+  step.step = true;
+  step.output = "json";
+  const Outcome result = run(step);
+
+  ASSERT_EQ(result.code, kExitOk) << result.err;
+  const Json steps = Json::parse(result.out);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps.at(0).at("operation"), "db-89abcdef");
+  EXPECT_EQ(steps.at(0).at("sequence"), 5);
+  EXPECT_EQ(steps.at(2).at("sequence"), 7);
+  // The state before the first record shown is rebuilt from the records the window hides.
+  EXPECT_EQ(steps.at(0).at("before").at("phase"), "ScalingDown");
+}
+
+TEST_F(ReplayCommandTest, ReplayStep_TamperedRecordComesLastRefusedWithItsReason) {
+  tamper(path, "db-89abcdef", 4, R"({"from":"Planning","to":"Restoring","event":"PlannedCopy"})");
+  ReplayOptions step = options();
+  step.statefulset = "db";
+  step.step = true;
+  const Outcome text = run(step);
+
+  EXPECT_EQ(text.code, kExitInconsistent);
+  expect_matches_golden("replay_step_tampered.txt", text.out);
+
+  step.output = "json";
+  const Outcome json = run(step);
+  EXPECT_EQ(json.code, kExitInconsistent);
+  const Json steps = Json::parse(json.out);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps.at(3).at("sequence"), 4);
+  EXPECT_TRUE(steps.at(3).at("after").is_null());
+  EXPECT_EQ(steps.at(3).at("before").at("phase"), "Planning");
+  EXPECT_EQ(steps.at(3).at("refused"),
+            "transition Planning -> Restoring on PlannedCopy is refused by the state machine");
+}
+
+// Tampering with the SQLite file the way a person with sqlite3 would: the journal's own
+// rules (primary key, insert trigger) do not see UPDATE and DELETE, replay does.
+void exec_sql(const std::filesystem::path& path, const std::string& sql) {
+  SQLite::Database raw(path.string(), SQLite::OPEN_READWRITE);
+  raw.exec(sql);
+}
+
+TEST_F(ReplayCommandTest, ReplayTampered_ChangedTypeIsNamedAtItsRecord) {
+  exec_sql(path,
+           "UPDATE events SET type = 'SourceDeleted' WHERE operation_id = 'web-0123abcd' AND "
+           "sequence = 7");
+  const Outcome result = run(options());
+
+  EXPECT_EQ(result.code, kExitInconsistent);
+  EXPECT_TRUE(contains(result.err, "operation web-0123abcd, sequence 7, event SourceDeleted"))
+      << result.err;
+}
+
+TEST_F(ReplayCommandTest, ReplayTampered_DeletedRecordIsAGapNamedAtTheNextRecord) {
+  exec_sql(path, "DELETE FROM events WHERE operation_id = 'web-0123abcd' AND sequence = 9");
+  const Outcome result = run(options());
+
+  EXPECT_EQ(result.code, kExitInconsistent);
+  EXPECT_TRUE(contains(result.err, "operation web-0123abcd, sequence 10, event ClaimRecreated"))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, "sequence 10 where 9 was expected (gap or duplicate)"))
+      << result.err;
+}
+
+TEST_F(ReplayCommandTest, ReplayTampered_SwappedRecordsAreNamedAtTheFirstOutOfPlace) {
+  // Records 4 (Planning -> ScalingDown) and 5 (ScalingDown -> BackingUp) change places.
+  exec_sql(
+      path,
+      "UPDATE events SET sequence = 1004 WHERE operation_id = 'db-89abcdef' AND sequence = 4;"
+      "UPDATE events SET sequence = 4 WHERE operation_id = 'db-89abcdef' AND sequence = 5;"
+      "UPDATE events SET sequence = 5 WHERE operation_id = 'db-89abcdef' AND sequence = 1004;");
+  const Outcome result = run(options());
+
+  EXPECT_EQ(result.code, kExitInconsistent);
+  EXPECT_TRUE(contains(result.err, "operation db-89abcdef, sequence 4, event PhaseChanged"))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, "ScalingDown")) << result.err;
 }
 
 }  // namespace
