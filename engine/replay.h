@@ -8,6 +8,7 @@
 // PhaseMachine::rules()): replay holds no rules of its own.
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -118,6 +119,10 @@ struct FieldChange {
 
   friend bool operator==(const FieldChange&, const FieldChange&) = default;
 };
+// For test failure messages: "phase: Planning -> ScalingDown".
+inline std::ostream& operator<<(std::ostream& out, const FieldChange& change) {
+  return out << change.field << ": " << change.before << " -> " << change.after;
+}
 
 // What differs between two states of one operation, "phase" first, then in field order.
 // `before` nullopt (the first record) lists every field the operation got. lastSequence,

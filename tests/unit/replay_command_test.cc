@@ -15,6 +15,7 @@
 #include "adapters/journal/memory_journal.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "engine/json.h"
+#include "states/machine.h"
 #include "tests/support/golden.h"
 #include "tests/support/replay_samples.h"
 #include "tests/support/scratch_dir.h"
@@ -416,6 +417,16 @@ TEST_F(ReplayCommandTest, ReplayTampered_SwappedRecordsAreNamedAtTheFirstOutOfPl
   EXPECT_TRUE(contains(result.err, "operation db-89abcdef, sequence 4, event PhaseChanged"))
       << result.err;
   EXPECT_TRUE(contains(result.err, "ScalingDown")) << result.err;
+}
+
+TEST(ReplayStep, ManyClaimsAreCountedByStage) {
+  const auto records = stsresize::testing::copy_path_journal(6);
+  const Replay result = replay(records, PhaseMachine::rules(), {}, ReplayStates::Kept);
+  const std::string text = render_replay_steps_text(result);
+
+  // #9 verifies the second backup of six.
+  EXPECT_TRUE(contains(text, "  after:   BackingUp, Copy path; 6 claims: 2 backed up, 4 planned\n"))
+      << text;
 }
 
 }  // namespace

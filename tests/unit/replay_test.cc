@@ -294,5 +294,78 @@ TEST(TimelineDetails, StorageClassChangeAndFailuresAreSpelledOut) {
             "c: 2 files, 512 B, sha256 ab");
 }
 
+TEST(Replay, StatesAreKeptOnlyWhenAskedAndFollowTheFolder) {
+  const auto records = one_claim_copy();
+  const Replay plain = replay(records, PhaseMachine::rules());
+  EXPECT_FALSE(plain.rows[4].state_after.has_value());
+
+  const Replay kept = replay(records, PhaseMachine::rules(), {}, ReplayStates::Kept);
+  ASSERT_TRUE(kept.consistent());
+  EXPECT_FALSE(kept.rows[0].state_before.has_value());
+  for (std::size_t i = 0; i < kept.rows.size(); ++i) {
+    const auto folded =
+        fold(std::span{records}.first(i + 1), PhaseMachine::rules());  // the engine's own fold
+    ASSERT_TRUE(folded);
+    EXPECT_EQ(kept.rows[i].state_after, *folded) << "row " << i;
+    if (i > 0) {
+      EXPECT_EQ(kept.rows[i].state_before, kept.rows[i - 1].state_after);
+    }
+    EXPECT_EQ(kept.rows[i].data, records[i].data);
+  }
+}
+
+TEST(Replay, RefusedRecordKeepsTheStateItWasRefusedIn) {
+  auto records = one_claim_copy();
+  records[8].type = "ClaimExpanded";  // SourceDeleted's payload under another type
+  const Replay r = replay(records, PhaseMachine::rules(), {}, ReplayStates::Kept);
+
+  ASSERT_FALSE(r.consistent());
+  EXPECT_EQ(r.inconsistency->sequence, 9);
+  ASSERT_TRUE(r.inconsistency->state_before.has_value());
+  EXPECT_EQ(r.inconsistency->state_before->phase, Phase::Recreating);
+  EXPECT_EQ(r.inconsistency->state_before->last_sequence, 8);
+}
+
+TEST(OperationChanges, PhaseFirstThenFieldsAndDerivedClaimStages) {
+  const auto records = copy_path_journal(2);
+  const Replay r = replay(records, PhaseMachine::rules(), {}, ReplayStates::Kept);
+  ASSERT_TRUE(r.consistent());
+
+  // #6: ScalingDown -> BackingUp.
+  EXPECT_EQ(operation_changes(r.rows[5].state_before, *r.rows[5].state_after),
+            (std::vector<FieldChange>{
+                {"phase", "ScalingDown", "BackingUp"},
+                {"phaseSince", "2027-01-15T08:00:04.000Z", "2027-01-15T08:00:06.000Z"}}));
+  // #10: SourceDeleted of data-web-0.
+  const Operation& before = *r.rows[11].state_before;
+  Operation after = *r.rows[11].state_after;
+  EXPECT_EQ(operation_changes(before, after),
+            (std::vector<FieldChange>{{"claims[data-web-0].stage", "backed up", "source deleted"},
+                                      {"claims[data-web-0].sourceDeleted", "false", "true"}}));
+  // A warning that goes, a claim that goes.
+  Operation warned = after;
+  warned.warning = "pods not Ready";
+  after.claims.pop_back();
+  EXPECT_EQ(operation_changes(warned, after),
+            (std::vector<FieldChange>{{"claims[logs-web-0]", "present", "(none)"},
+                                      {"warning", "pods not Ready", "(none)"}}));
+}
+
+TEST(ClaimStage, FollowsTheProgressOfEachPath) {
+  ClaimPlan claim = sample_claim("data", 0);
+  EXPECT_EQ(claim_stage(claim), "planned");
+  claim.backup_verified = TreeSummary{1, 1, "ab"};
+  EXPECT_EQ(claim_stage(claim), "backed up");
+  claim.source_deleted = true;
+  EXPECT_EQ(claim_stage(claim), "source deleted");
+  claim.recreated_uid = "u";
+  EXPECT_EQ(claim_stage(claim), "recreated");
+  claim.restore_verified = TreeSummary{1, 1, "ab"};
+  EXPECT_EQ(claim_stage(claim), "restored");
+  ClaimPlan grown = sample_claim("data", 1);
+  grown.expanded = true;
+  EXPECT_EQ(claim_stage(grown), "expanded");
+}
+
 }  // namespace
 }  // namespace stsresize
