@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "adapters/app/credentials.h"
 #include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/logging.h"
@@ -63,21 +64,6 @@ std::string default_identity() {
     std::snprintf(host, sizeof host, "stsresize");
   std::random_device random;
   return std::string{host} + "_" + naming::short_hash(std::to_string(random()) + host);
-}
-
-std::expected<KubeConfig, std::string> load_credentials(const RunFlags& flags) {
-  const char* kubeconfig_env = std::getenv("KUBECONFIG");
-  const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
-  if (flags.kubeconfig.empty() && (kubeconfig_env == nullptr || *kubeconfig_env == '\0') &&
-      in_cluster) {
-    if (!flags.context.empty()) {
-      return std::unexpected("--context needs a kubeconfig (--kubeconfig or $KUBECONFIG)");
-    }
-    return load_in_cluster(InClusterEnvironment::from_process());
-  }
-  auto path = kubeconfig_path(flags.kubeconfig, kubeconfig_env, std::getenv("HOME"));
-  if (!path) return std::unexpected(path.error());
-  return load_kubeconfig(*path, flags.context);
 }
 
 }  // namespace
@@ -203,7 +189,7 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
   if (!probes) return named("health-probe-bind-address", probes.error());
   config.probe_address = *probes;
 
-  auto kube = load_credentials(flags);
+  auto kube = load_credentials(flags.kubeconfig, flags.context);
   if (!kube) return std::unexpected("credentials: " + kube.error());
   config.kube = std::move(*kube);
   config.ns = flags.ns;
