@@ -7,6 +7,7 @@
 #include "adapters/app/journal_command.h"
 #include "adapters/app/replay_command.h"
 #include "adapters/app/run_command.h"
+#include "adapters/app/status_command.h"
 #include "adapters/app/version_command.h"
 
 namespace stsresize::cli {
@@ -20,7 +21,8 @@ constexpr const char* kFooter =
     "  0  success\n"
     "  1  replay: the journal is inconsistent (or an export's checksum does not match)\n"
     "  2  usage error, an input that cannot be read, or a refused journal import\n"
-    "  3  run: the leader lease was lost";
+    "  3  run: the leader lease was lost\n"
+    "  4  status, describe: the API server could not be reached, or refused to answer";
 
 }  // namespace
 
@@ -36,6 +38,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   JournalOptions journal_options;
   RunFlags run_flags;
   CLI::App* run = add_run_command(app, run_flags);
+  StatusOptions status_options;
+  DescribeOptions describe_options;
+  CLI::App* status = add_status_command(app, status_options);
+  CLI::App* describe = add_describe_command(app, describe_options);
   CLI::App* replay = add_replay_command(app, replay_options);
   CLI::App* version = add_version_command(app);
   CLI::App* journal = add_journal_command(app, journal_options);
@@ -56,6 +62,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (run->parsed()) return run_controller(run_flags, err);
   if (replay->parsed()) return run_replay(replay_options, out, err);
   if (journal->parsed()) return run_journal(journal_options, out, err);
+  if (status->parsed()) return run_status(status_options, out, err);
+  if (describe->parsed()) return run_describe(describe_options, out, err);
   if (version->parsed()) return run_version(out);
   return kExitUsage;  // unreachable: require_subcommand(1)
 }

@@ -9,5 +9,8 @@ inline constexpr int kExitInconsistent = 1;
 inline constexpr int kExitUsage = 2;
 // run: the leader lease was lost; the process ends at once so that no step runs unleased.
 inline constexpr int kExitLeadershipLost = 3;
+// status, describe: the API server could not be reached, or refused to answer (credentials
+// rejected, RBAC, server error): nothing is wrong with the command line.
+inline constexpr int kExitClusterUnreachable = 4;
 
 }  // namespace stsresize::cli

@@ -1,0 +1,383 @@
+#include "adapters/app/status_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include "adapters/app/credentials.h"
+#include "adapters/app/exit_codes.h"
+#include "adapters/app/status_view.h"
+#include "adapters/clock/system_clock.h"
+#include "adapters/journal/sqlite_journal.h"
+#include "adapters/kube/http_kubernetes.h"
+#include "engine/naming.h"
+#include "engine/resize_request.h"
+
+namespace stsresize::cli {
+
+namespace {
+
+constexpr std::string_view kStatusSummary =
+    "Show the resize operations of StatefulSets (phase, path, progress)";
+constexpr std::string_view kDescribeSummary =
+    "Show one StatefulSet's resize in detail: claims, step history, Jobs, Events";
+
+constexpr std::string_view kStatusFooter =
+    "Status reads the cluster (read-only): the stsresize.dev annotations of every StatefulSet,\n"
+    "and the copy Jobs and backup claims labelled stsresize.dev/statefulset. It lists each\n"
+    "StatefulSet with an operation under way, one that failed, one whose last operation ended\n"
+    "(stsresize.dev/last-operation), or whose resize request was refused\n"
+    "(stsresize.dev/resize-status). While an explicit request re-creates a StatefulSet, it is\n"
+    "shown from the definition kept in its ConfigMap. StatefulSets stsresize never touched are\n"
+    "not listed.\n"
+    "\n"
+    "Columns: PATH copy (scale down, back up, recreate, restore, scale up) or expand (in place);\n"
+    "PHASE the state machine's phase, or Completed, Refused, Invalid (unreadable state);\n"
+    "CLAIMS the claims through the current phase's step (BackingUp: backups verified,\n"
+    "Recreating: claims re-created, Restoring and later: restores verified, Expanding:\n"
+    "expanded) out of the claims planned; STEP AGE how long the current phase has lasted (for\n"
+    "Completed: since it ended); MESSAGE the failure, a warning, the refusal, or a failing Job.\n"
+    "-o wide adds OPERATION, TRIGGER (request: the stsresize.dev/resize annotation; template:\n"
+    "templates larger than the claims), TARGET (template:size, (class) when it changes) and\n"
+    "REPLICAS (before the resize). -o json and -o yaml print every field, claim by claim.\n"
+    "\n"
+    "Credentials: --kubeconfig, else $KUBECONFIG, else the pod's service account (in a\n"
+    "cluster), else ~/.kube/config. The namespace: -n, else the kubeconfig context's.\n"
+    "\n"
+    "Examples:\n"
+    "  stsresize status                       # the current namespace\n"
+    "  stsresize status -A -o wide            # every namespace, more columns\n"
+    "  stsresize status -n shop web -o json   # one StatefulSet, for scripts\n"
+    "  stsresize describe shop/web --journal /var/lib/stsresize/journal.db\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  shown (also when nothing matched)\n"
+    "  2  usage error, unusable credentials, or the named StatefulSet does not exist\n"
+    "  4  the API server could not be reached, or refused (401, 403, server error)";
+
+constexpr std::string_view kDescribeFooter =
+    "Describe reads one StatefulSet (read-only) and prints its operation: phase, path, trigger,\n"
+    "each claim's progress (backup verified, source deleted, recreated, restore verified,\n"
+    "expanded), the phase history the annotation holds (the start and the current phase), the\n"
+    "copy Jobs and backup claims, and the StatefulSet's Events. With --journal (the file the\n"
+    "controller writes, `stsresize run --journal`), also every phase with its start and\n"
+    "duration and every journal record of the StatefulSet's operations, checked as `stsresize\n"
+    "replay` checks them. A failed or refused operation says what to do next.\n"
+    "\n"
+    "Examples:\n"
+    "  stsresize describe shop/web\n"
+    "  stsresize describe web -n shop --journal ./journal.db\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  shown\n"
+    "  2  usage error, unusable credentials, the StatefulSet does not exist, or the journal\n"
+    "     cannot be read\n"
+    "  4  the API server could not be reached, or refused (401, 403, server error)";
+
+int usage(std::ostream& err, std::string_view command, const std::string& message) {
+  err << "stsresize " << command << ": " << message << "\n";
+  return kExitUsage;
+}
+
+// A failed read: what happened, and what to try.
+int cluster_error(std::ostream& err, std::string_view command, const ClusterTarget& cluster,
+                  const std::string& what, const KubeError& error) {
+  err << "stsresize " << command << ": cannot " << what << ": ";
+  switch (error.code) {
+    case KubeErrorCode::Unreachable:
+      err << "no answer from the API server" << (cluster.server.empty() ? "" : " ")
+          << cluster.server << " (" << error.message
+          << "). Is the cluster up (`kubectl cluster-info`), and do --kubeconfig / --context "
+             "name it?\n";
+      return kExitClusterUnreachable;
+    case KubeErrorCode::Unauthorized:
+      err << "the API server rejected the credentials (401 Unauthorized: " << error.message
+          << "). Renew them, or pick others with --kubeconfig / --context.\n";
+      return kExitClusterUnreachable;
+    case KubeErrorCode::Forbidden:
+      err << "forbidden (403: " << error.message
+          << "). These credentials need get and list on statefulsets (apps), "
+             "persistentvolumeclaims, jobs (batch), configmaps and events there; or ask "
+             "with -n for a namespace you may read.\n";
+      return kExitClusterUnreachable;
+    default:
+      err << "the API server answered " << to_string(error.code) << " (" << error.message
+          << "). Try again; `kubectl get --raw /readyz?verbose` shows the server's health.\n";
+      return kExitClusterUnreachable;
+  }
+}
+
+KubeResult<std::vector<Json>> list_all(Kubernetes& kube, Kind kind, const std::string& ns,
+                                       ListOptions options) {
+  std::vector<Json> items;
+  options.limit = 500;
+  for (;;) {
+    auto page = kube.list(kind, ns, options);
+    if (!page) return std::unexpected(page.error());
+    for (Json& item : page->items) items.push_back(std::move(item));
+    if (page->continue_token.empty()) return items;
+    options.continue_token = page->continue_token;
+  }
+}
+
+std::string where(const std::string& ns) {
+  return ns.empty() ? "in any namespace" : "in namespace " + ns;
+}
+
+// Usage errors, found before anything is read.
+std::optional<int> check_status_options(const StatusOptions& options, std::ostream& err) {
+  const std::string& output = options.output;
+  if (output != "" && output != "wide" && output != "json" && output != "yaml") {
+    return usage(
+        err, "status",
+        "--output must be wide, json or yaml (or left out for a table), not \"" + output + "\"");
+  }
+  if (options.all_namespaces && !options.ns.empty()) {
+    return usage(err, "status",
+                 "-n and -A contradict each other: give -n NS for one namespace, or -A for all");
+  }
+  if (options.all_namespaces && !options.statefulset.empty()) {
+    return usage(err, "status",
+                 "a StatefulSet name needs one namespace, not -A: run `stsresize status -n NS " +
+                     options.statefulset + "`");
+  }
+  return std::nullopt;
+}
+
+std::optional<int> check_describe_target(const DescribeOptions& options, std::ostream& err) {
+  if (options.target.empty()) {
+    return usage(err, "describe",
+                 "which StatefulSet? Run `stsresize describe NS/NAME` (`stsresize status -A` "
+                 "lists those with an operation)");
+  }
+  return std::nullopt;
+}
+
+struct Connection {
+  std::unique_ptr<HttpKubernetes> kube;
+  ClusterTarget target;
+};
+
+std::expected<Connection, std::string> connect(const std::string& kubeconfig,
+                                               const std::string& context) {
+  auto config = load_credentials(kubeconfig, context);
+  if (!config) return std::unexpected("credentials: " + config.error());
+  ClusterTarget target{.default_ns = config->ns.empty() ? "default" : config->ns,
+                       .server = config->server};
+  auto kube = HttpKubernetes::create(*config);
+  if (!kube) return std::unexpected("credentials: " + kube.error());
+  return Connection{std::move(*kube), std::move(target)};
+}
+
+void add_connection_flags(CLI::App* command, std::string& kubeconfig, std::string& context) {
+  command->add_option("--kubeconfig", kubeconfig,
+                      "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  command->add_option("--context", context, "Kubeconfig context (default: current-context)");
+}
+
+}  // namespace
+
+CLI::App* add_status_command(CLI::App& app, StatusOptions& options) {
+  CLI::App* status = app.add_subcommand("status", std::string{kStatusSummary});
+  status->footer(std::string{kStatusFooter});
+  status->add_option("statefulset", options.statefulset, "Only this StatefulSet")->type_name("STS");
+  add_connection_flags(status, options.kubeconfig, options.context);
+  status->add_option("-n,--namespace", options.ns, "Namespace (default: the kubeconfig context's)");
+  status->add_flag("-A,--all-namespaces", options.all_namespaces, "Every namespace");
+  status
+      ->add_option("-o,--output", options.output,
+                   "wide (more columns), json or yaml; default: a table")
+      ->type_name("FORMAT");
+  return status;
+}
+
+CLI::App* add_describe_command(CLI::App& app, DescribeOptions& options) {
+  CLI::App* describe = app.add_subcommand("describe", std::string{kDescribeSummary});
+  describe->footer(std::string{kDescribeFooter});
+  describe->add_option("statefulset", options.target, "The StatefulSet: NS/NAME, or NAME with -n")
+      ->type_name("NS/STS");
+  add_connection_flags(describe, options.kubeconfig, options.context);
+  describe->add_option("-n,--namespace", options.ns,
+                       "Namespace (default: the kubeconfig context's)");
+  describe
+      ->add_option("--journal", options.journal,
+                   "The controller's journal (SQLite), opened read-only: every step with its time")
+      ->type_name("FILE");
+  return describe;
+}
+
+int run_status(const StatusOptions& options, std::ostream& out, std::ostream& err) {
+  if (auto refused = check_status_options(options, err)) return *refused;
+  auto connection = connect(options.kubeconfig, options.context);
+  if (!connection) return usage(err, "status", connection.error());
+  SystemClock clock;
+  return run_status(*connection->kube, connection->target, options, clock.now(), out, err);
+}
+
+int run_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptions& options,
+               TimePoint now, std::ostream& out, std::ostream& err) {
+  if (auto refused = check_status_options(options, err)) return *refused;
+  const std::string& output = options.output;
+  const std::string ns =
+      options.all_namespaces ? "" : (options.ns.empty() ? cluster.default_ns : options.ns);
+
+  std::vector<Json> statefulsets;
+  ListOptions owned;
+  owned.label_selector = std::string{kStatefulSetLabel};
+  if (!options.statefulset.empty()) {
+    owned.label_selector += "=" + naming::label_value(options.statefulset);
+    auto one = kube.get(ObjectRef{Kind::StatefulSet, ns, options.statefulset});
+    if (one) {
+      statefulsets.push_back(std::move(*one));
+    } else if (one.error().code != KubeErrorCode::NotFound) {
+      return cluster_error(err, "status", cluster,
+                           "read statefulset " + ns + "/" + options.statefulset, one.error());
+    }
+  } else {
+    auto all = list_all(kube, Kind::StatefulSet, ns, {});
+    if (!all) {
+      return cluster_error(err, "status", cluster, "list statefulsets " + where(ns), all.error());
+    }
+    statefulsets = std::move(*all);
+  }
+  auto claims = list_all(kube, Kind::PersistentVolumeClaim, ns, owned);
+  if (!claims) {
+    return cluster_error(err, "status", cluster, "list persistentvolumeclaims " + where(ns),
+                         claims.error());
+  }
+  auto jobs = list_all(kube, Kind::Job, ns, owned);
+  if (!jobs) return cluster_error(err, "status", cluster, "list jobs " + where(ns), jobs.error());
+  // Definitions kept while an explicit request re-creates a StatefulSet (absent meanwhile).
+  auto definitions = list_all(kube, Kind::ConfigMap, ns, owned);
+  if (!definitions) {
+    return cluster_error(err, "status", cluster, "list configmaps " + where(ns),
+                         definitions.error());
+  }
+
+  std::vector<StatusRow> rows = status_rows(statefulsets, *claims, *jobs, *definitions);
+  if (!options.statefulset.empty()) {
+    std::erase_if(rows, [&](const StatusRow& row) { return row.name != options.statefulset; });
+    if (statefulsets.empty() && rows.empty()) {
+      return usage(err, "status",
+                   "no StatefulSet " + options.statefulset + " in namespace " + ns +
+                       " (`stsresize status -A` lists every StatefulSet with an operation)");
+    }
+  }
+  if (output == "json") {
+    out << render_status_json(rows, now);
+  } else if (output == "yaml") {
+    out << render_status_yaml(rows, now);
+  } else if (rows.empty()) {
+    if (!options.statefulset.empty()) {
+      out << "No resize operation on StatefulSet " << ns << "/" << options.statefulset
+          << " (it has no stsresize.dev annotation).\n";
+    } else {
+      out << "No resize operations found " << where(ns) << ".\n";
+    }
+  } else {
+    out << render_status_table(
+        rows, now, {.all_namespaces = options.all_namespaces, .wide = output == "wide"});
+  }
+  return kExitOk;
+}
+
+int run_describe(const DescribeOptions& options, std::ostream& out, std::ostream& err) {
+  if (auto refused = check_describe_target(options, err)) return *refused;
+  std::unique_ptr<SqliteJournal> journal;
+  if (!options.journal.empty()) {
+    auto opened = SqliteJournal::open_read_only(options.journal);
+    if (!opened) {
+      return usage(err, "describe",
+                   "cannot read journal " + options.journal + ": " + opened.error().message +
+                       " (it is the file `stsresize run --journal` writes; leave --journal out "
+                       "to describe from the cluster alone)");
+    }
+    journal = std::move(*opened);
+  }
+  auto connection = connect(options.kubeconfig, options.context);
+  if (!connection) return usage(err, "describe", connection.error());
+  SystemClock clock;
+  return run_describe(*connection->kube, journal.get(), connection->target, options, clock.now(),
+                      out, err);
+}
+
+int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluster,
+                 const DescribeOptions& options, TimePoint now, std::ostream& out,
+                 std::ostream& err) {
+  if (auto refused = check_describe_target(options, err)) return *refused;
+  std::string ns = options.ns.empty() ? cluster.default_ns : options.ns;
+  std::string name = options.target;
+  if (const auto slash = options.target.find('/'); slash != std::string::npos) {
+    const std::string given_ns = options.target.substr(0, slash);
+    name = options.target.substr(slash + 1);
+    if (given_ns.empty() || name.empty() || name.find('/') != std::string::npos) {
+      return usage(err, "describe",
+                   "\"" + options.target + "\" is not NS/NAME: run `stsresize describe shop/web`");
+    }
+    if (!options.ns.empty() && options.ns != given_ns) {
+      return usage(err, "describe",
+                   "-n " + options.ns + " contradicts " + options.target +
+                       ": give the namespace once, as NS/NAME or with -n");
+    }
+    ns = given_ns;
+  }
+
+  DescribeInput input;
+  auto statefulset = kube.get(ObjectRef{Kind::StatefulSet, ns, name});
+  if (!statefulset && statefulset.error().code == KubeErrorCode::NotFound) {
+    // An explicit request re-creating it: the definition is in a ConfigMap meanwhile.
+    const std::string config_map = naming::definition_config_map(name);
+    auto kept = kube.get(ObjectRef{Kind::ConfigMap, ns, config_map});
+    if (!kept && kept.error().code != KubeErrorCode::NotFound) {
+      return cluster_error(err, "describe", cluster, "read configmap " + ns + "/" + config_map,
+                           kept.error());
+    }
+    auto definition = kept ? definition_from_config_map(*kept, ns, name)
+                           : std::expected<Json, std::string>{std::unexpected("absent")};
+    if (!definition) {
+      return usage(err, "describe",
+                   "no StatefulSet " + name + " in namespace " + ns +
+                       ", and no definition of it being re-created (ConfigMap " + config_map +
+                       "): `stsresize status -A` lists every StatefulSet with an operation");
+    }
+    statefulset = std::move(*definition);
+    input.definition_config_map = config_map;
+  }
+  if (!statefulset) {
+    return cluster_error(err, "describe", cluster, "read statefulset " + ns + "/" + name,
+                         statefulset.error());
+  }
+  input.statefulset = std::move(*statefulset);
+
+  ListOptions owned;
+  owned.label_selector = std::string{kStatefulSetLabel} + "=" + naming::label_value(name);
+  auto claims = list_all(kube, Kind::PersistentVolumeClaim, ns, owned);
+  if (!claims) {
+    return cluster_error(err, "describe", cluster, "list persistentvolumeclaims " + where(ns),
+                         claims.error());
+  }
+  auto jobs = list_all(kube, Kind::Job, ns, owned);
+  if (!jobs) return cluster_error(err, "describe", cluster, "list jobs " + where(ns), jobs.error());
+  ListOptions about;
+  about.field_selector = "involvedObject.kind=StatefulSet,involvedObject.name=" + name;
+  auto events = list_all(kube, Kind::Event, ns, about);
+  if (!events) {
+    return cluster_error(err, "describe", cluster, "list events " + where(ns), events.error());
+  }
+  input.claims = std::move(*claims);
+  input.jobs = std::move(*jobs);
+  input.events = std::move(*events);
+
+  if (journal != nullptr) {
+    auto records = journal->query({.ns = ns, .statefulset = name});
+    const std::string journal_name = options.journal.empty() ? "journal" : options.journal;
+    if (!records) {
+      return usage(err, "describe",
+                   "cannot read journal " + journal_name + ": " + records.error().message);
+    }
+    input.journal = journal_name;
+    input.journal_records = std::move(*records);
+  }
+  out << render_describe(input, now);
+  return kExitOk;
+}
+
+}  // namespace stsresize::cli

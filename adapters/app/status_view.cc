@@ -1,0 +1,824 @@
+#include "adapters/app/status_view.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
+#include "engine/operation_codec.h"
+#include "engine/replay.h"
+#include "engine/resize_request.h"
+#include "engine/timestamp.h"
+#include "states/machine.h"
+
+namespace stsresize::cli {
+
+namespace {
+
+constexpr std::string_view kOperationLabel = "stsresize.dev/operation";
+constexpr std::string_view kPurposeLabel = "stsresize.dev/purpose";
+constexpr std::string_view kSourceClaimAnnotation = "stsresize.dev/source-claim";
+constexpr std::string_view kRejectedPrefix = "rejected: ";
+// describe shows this many Events, the most recent ones.
+constexpr std::size_t kMaxEvents = 20;
+
+using Cells = std::vector<std::string>;
+
+// Padding counts what a terminal shows: UTF-8 continuation bytes take no column.
+std::size_t columns_of(std::string_view text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+// Left-aligned columns, three spaces apart as kubectl prints them; the last column is not
+// padded. Every line starts with `indent`.
+std::string columns(const std::vector<Cells>& table, std::string_view indent = "") {
+  std::vector<std::size_t> widths;
+  for (const Cells& cells : table) {
+    if (widths.size() < cells.size()) widths.resize(cells.size(), 0);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      widths[i] = std::max(widths[i], columns_of(cells[i]));
+    }
+  }
+  std::string out;
+  for (const Cells& cells : table) {
+    std::string line{indent};
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      line += cells[i];
+      if (i + 1 < cells.size()) line.append(widths[i] - columns_of(cells[i]) + 3, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string or_dash(const std::string& text) {
+  return text.empty() ? "-" : text;
+}
+
+std::string string_at(const Json& object, std::initializer_list<std::string_view> path) {
+  const Json* at = &object;
+  for (std::string_view key : path) {
+    if (!at->is_object()) return {};
+    auto next = at->find(key);
+    if (next == at->end()) return {};
+    at = &*next;
+  }
+  return at->is_string() ? at->get<std::string>() : std::string{};
+}
+
+std::optional<TimePoint> time_at(const Json& object, std::initializer_list<std::string_view> path) {
+  const std::string text = string_at(object, path);
+  if (text.empty()) return std::nullopt;
+  auto time = parse_timestamp(text);
+  if (!time) return std::nullopt;
+  return *time;
+}
+
+std::string label_or_empty(const Json& object, std::string_view key) {
+  auto value = k8s::label(object, key);
+  return value && *value ? **value : std::string{};
+}
+
+std::string annotation_or_empty(const Json& object, std::string_view key) {
+  auto value = k8s::annotation(object, key);
+  return value && *value ? **value : std::string{};
+}
+
+std::string lower(std::string_view text) {
+  std::string out{text};
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string path_name(Path path) {
+  return path == Path::Undecided ? "" : lower(to_string(path));
+}
+
+// Objects labelled stsresize.dev/statefulset=<name> in the StatefulSet's namespace and, when
+// `operation_id` is set, stsresize.dev/operation=<id>.
+std::vector<const Json*> belonging(std::span<const Json> objects, const std::string& ns,
+                                   const std::string& name, const std::string& operation_id) {
+  std::vector<const Json*> out;
+  for (const Json& object : objects) {
+    if (string_at(object, {"metadata", "namespace"}) != ns) continue;
+    if (label_or_empty(object, kStatefulSetLabel) != naming::label_value(name)) continue;
+    if (!operation_id.empty() &&
+        label_or_empty(object, kOperationLabel) != naming::label_value(operation_id)) {
+      continue;
+    }
+    out.push_back(&object);
+  }
+  std::sort(out.begin(), out.end(), [](const Json* a, const Json* b) {
+    return string_at(*a, {"metadata", "name"}) < string_at(*b, {"metadata", "name"});
+  });
+  return out;
+}
+
+std::string plural(std::int64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string{n == 1 ? one : many};
+}
+
+JobView job_view(const Json& job) {
+  JobView view;
+  view.name = string_at(job, {"metadata", "name"});
+  view.purpose = label_or_empty(job, kPurposeLabel);
+  view.created = time_at(job, {"metadata", "creationTimestamp"});
+  auto status = k8s::job_status(job);
+  if (!status) {
+    view.state = "Unknown";
+    view.detail = status.error();
+    return view;
+  }
+  std::vector<std::string> details;
+  if (status->outcome == k8s::JobOutcome::Failed) {
+    view.state = "Failed";
+    if (!status->reason.empty()) details.push_back(status->reason);
+  } else if (status->outcome == k8s::JobOutcome::Complete) {
+    view.state = "Succeeded";
+  } else {
+    view.state = status->active > 0 ? "Running" : "Pending";
+  }
+  if (status->failed > 0)
+    details.push_back(plural(status->failed, "failed attempt", "failed attempts"));
+  for (std::size_t i = 0; i < details.size(); ++i) view.detail += (i ? ", " : "") + details[i];
+  return view;
+}
+
+int done_in_phase(const Operation& op) {
+  auto count = [&op](auto predicate) {
+    return static_cast<int>(std::count_if(op.claims.begin(), op.claims.end(), predicate));
+  };
+  switch (op.phase) {
+    case Phase::BackingUp:
+      return count([](const ClaimPlan& c) { return c.backup_verified.has_value(); });
+    case Phase::Recreating:
+      return count([](const ClaimPlan& c) { return !c.recreated_uid.empty(); });
+    case Phase::Restoring:
+    case Phase::ScalingUp:
+    case Phase::CleaningUp:
+      return count([](const ClaimPlan& c) { return c.restore_verified.has_value(); });
+    case Phase::Expanding:
+      return count([](const ClaimPlan& c) { return c.expanded; });
+    case Phase::ScalingBack:
+    case Phase::Failed:
+      return count([](const ClaimPlan& c) { return c.restore_verified.has_value() || c.expanded; });
+    case Phase::Completed:
+      return static_cast<int>(op.claims.size());
+    case Phase::Pending:
+    case Phase::UpdatingTemplate:
+    case Phase::Planning:
+    case Phase::ScalingDown:
+      return 0;
+  }
+  return 0;
+}
+
+std::string target_of(const Operation& op) {
+  // template -> "2Gi" or "2Gi(fast)", from the plan when there is one, else from the request.
+  std::map<std::string, std::string> targets;
+  for (const ClaimPlan& claim : op.claims) {
+    std::string text = claim.to_size.to_string();
+    if (claim.to_class != claim.from_class && !claim.to_class.empty()) {
+      text += "(" + claim.to_class + ")";
+    }
+    targets.emplace(claim.template_name, text);
+  }
+  if (targets.empty()) {
+    for (const TemplateChange& change : op.template_changes) {
+      std::string text = change.storage ? change.storage->to_string() : "";
+      if (!change.storage_class.empty()) text += "(" + change.storage_class + ")";
+      targets.emplace(change.template_name, text);
+    }
+  }
+  std::string out;
+  for (const auto& [name, text] : targets) out += (out.empty() ? "" : ",") + name + ":" + text;
+  return out;
+}
+
+std::string trigger_of(const Operation& op) {
+  return op.template_changes.empty() ? "template" : "request";
+}
+
+void fill_from_operation(StatusRow& row, const Operation& op) {
+  row.operation_id = op.id;
+  row.phase = std::string{to_string(op.phase)};
+  row.path = op.path;
+  if (!op.claims.empty()) {
+    row.claims_total = static_cast<int>(op.claims.size());
+    row.claims_done = done_in_phase(op);
+  }
+  row.since = op.phase_since;
+  row.trigger = trigger_of(op);
+  row.target = target_of(op);
+  row.original_replicas = op.original_replicas;
+  row.operation = op;
+}
+
+}  // namespace
+
+std::string_view to_string(StatusKind kind) {
+  switch (kind) {
+    case StatusKind::InProgress:
+      return "InProgress";
+    case StatusKind::Failed:
+      return "Failed";
+    case StatusKind::Completed:
+      return "Completed";
+    case StatusKind::Refused:
+      return "Refused";
+    case StatusKind::Invalid:
+      return "Invalid";
+  }
+  return "Invalid";
+}
+
+std::string human_age(Duration age) {
+  const std::int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return std::to_string(seconds) + "s";
+  const std::int64_t minutes = seconds / 60;
+  auto two = [](std::int64_t big, std::string_view big_unit, std::int64_t small,
+                std::string_view small_unit) {
+    std::string out = std::to_string(big) + std::string{big_unit};
+    if (small != 0) out += std::to_string(small) + std::string{small_unit};
+    return out;
+  };
+  if (minutes < 10) return two(minutes, "m", seconds % 60, "s");
+  if (minutes < 180) return std::to_string(minutes) + "m";
+  const std::int64_t hours = minutes / 60;
+  if (hours < 8) return two(hours, "h", minutes % 60, "m");
+  if (hours < 48) return std::to_string(hours) + "h";
+  const std::int64_t days = hours / 24;
+  if (days < 8) return two(days, "d", hours % 24, "h");
+  if (days < 730) return std::to_string(days) + "d";
+  return two(days / 365, "y", days % 365, "d");
+}
+
+std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Json> claims,
+                                    std::span<const Json> jobs) {
+  StatusRow row;
+  row.ns = string_at(statefulset, {"metadata", "namespace"});
+  row.name = string_at(statefulset, {"metadata", "name"});
+
+  auto operation = read_operation(statefulset);
+  const std::string refusal = annotation_or_empty(statefulset, kResizeStatusAnnotation);
+  const std::string last = annotation_or_empty(statefulset, kLastOperationAnnotation);
+  if (!operation) {
+    row.kind = StatusKind::Invalid;
+    row.phase = "Invalid";
+    row.message = operation.error();
+  } else if (*operation) {
+    const Operation& op = **operation;
+    fill_from_operation(row, op);
+    if (op.phase == Phase::Failed) {
+      row.kind = StatusKind::Failed;
+      row.message = op.failure;
+    } else {
+      row.kind = StatusKind::InProgress;
+      row.message = op.warning;
+    }
+  } else if (!refusal.empty()) {
+    row.kind = StatusKind::Refused;
+    row.phase = "Refused";
+    row.message =
+        refusal.starts_with(kRejectedPrefix) ? refusal.substr(kRejectedPrefix.size()) : refusal;
+  } else if (!last.empty()) {
+    row.kind = StatusKind::Completed;
+    const Json summary = Json::parse(last, nullptr, /*allow_exceptions=*/false);
+    if (summary.is_object()) {
+      row.operation_id = string_at(summary, {"id"});
+      row.phase = or_dash(string_at(summary, {"outcome"}));
+      row.since = time_at(summary, {"finished"});
+    } else {
+      row.phase = "Completed";
+      row.message = "annotation " + std::string{kLastOperationAnnotation} + " is not JSON: " + last;
+    }
+  } else if (is_marked_failed(statefulset)) {
+    // The label without a state: someone removed the annotation but not the label.
+    row.kind = StatusKind::Failed;
+    row.phase = "Failed";
+    row.message = "label " + std::string{kFailedLabel} +
+                  " is set but no operation is recorded: remove the label to allow resizes";
+  } else {
+    return std::nullopt;
+  }
+
+  if (row.kind == StatusKind::InProgress || row.kind == StatusKind::Failed) {
+    for (const Json* job : belonging(jobs, row.ns, row.name, row.operation_id)) {
+      row.jobs.push_back(job_view(*job));
+    }
+    for (const Json* claim : belonging(claims, row.ns, row.name, row.operation_id)) {
+      if (label_or_empty(*claim, kPurposeLabel) != "backup") continue;
+      row.backup_claims.push_back(string_at(*claim, {"metadata", "name"}));
+    }
+    if (row.message.empty()) {
+      for (const JobView& job : row.jobs) {
+        if (job.state == "Failed" || !job.detail.empty()) {
+          row.message = "Job " + job.name + ": " + job.state +
+                        (job.detail.empty() ? "" : " (" + job.detail + ")");
+          break;
+        }
+      }
+    }
+  }
+  return row;
+}
+
+std::optional<StatusRow> status_row_from_definition(const Json& config_map,
+                                                    std::span<const Json> claims,
+                                                    std::span<const Json> jobs) {
+  const std::string ns = string_at(config_map, {"metadata", "namespace"});
+  const std::string name = annotation_or_empty(config_map, kStatefulSetLabel);
+  if (name.empty()) return std::nullopt;
+  auto definition = definition_from_config_map(config_map, ns, name);
+  if (!definition) return std::nullopt;
+  auto row = status_row(*definition, claims, jobs);
+  if (!row) return std::nullopt;
+  const std::string note = "StatefulSet absent while it is re-created from ConfigMap " +
+                           string_at(config_map, {"metadata", "name"});
+  row->message = row->message.empty() ? note : note + "; " + row->message;
+  return row;
+}
+
+std::vector<StatusRow> status_rows(std::span<const Json> statefulsets, std::span<const Json> claims,
+                                   std::span<const Json> jobs, std::span<const Json> config_maps) {
+  std::vector<StatusRow> rows;
+  std::set<std::pair<std::string, std::string>> present;
+  for (const Json& statefulset : statefulsets) {
+    present.emplace(string_at(statefulset, {"metadata", "namespace"}),
+                    string_at(statefulset, {"metadata", "name"}));
+    if (auto row = status_row(statefulset, claims, jobs)) rows.push_back(std::move(*row));
+  }
+  for (const Json& config_map : config_maps) {
+    auto row = status_row_from_definition(config_map, claims, jobs);
+    if (row && !present.contains({row->ns, row->name})) rows.push_back(std::move(*row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const StatusRow& a, const StatusRow& b) {
+    return std::tie(a.ns, a.name) < std::tie(b.ns, b.name);
+  });
+  return rows;
+}
+
+std::string render_status_table(std::span<const StatusRow> rows, TimePoint now,
+                                const StatusRenderOptions& options) {
+  std::vector<Cells> table;
+  Cells header;
+  if (options.all_namespaces) header.push_back("NAMESPACE");
+  header.insert(header.end(), {"NAME", "PATH", "PHASE", "CLAIMS", "STEP AGE"});
+  if (options.wide) header.insert(header.end(), {"OPERATION", "TRIGGER", "TARGET", "REPLICAS"});
+  header.push_back("MESSAGE");
+  table.push_back(header);
+  for (const StatusRow& row : rows) {
+    Cells cells;
+    if (options.all_namespaces) cells.push_back(row.ns);
+    cells.push_back(row.name);
+    cells.push_back(or_dash(path_name(row.path)));
+    cells.push_back(or_dash(row.phase));
+    cells.push_back(row.claims_total ? std::to_string(row.claims_done.value_or(0)) + "/" +
+                                           std::to_string(*row.claims_total)
+                                     : "-");
+    cells.push_back(row.since ? human_age(std::chrono::duration_cast<Duration>(now - *row.since))
+                              : "-");
+    if (options.wide) {
+      cells.push_back(or_dash(row.operation_id));
+      cells.push_back(or_dash(row.trigger));
+      cells.push_back(or_dash(row.target));
+      cells.push_back(row.original_replicas ? std::to_string(*row.original_replicas) : "-");
+    }
+    cells.push_back(row.message);
+    table.push_back(std::move(cells));
+  }
+  return columns(table);
+}
+
+namespace {
+
+Json optional_json(const std::optional<int>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+Json status_item(const StatusRow& row, TimePoint now) {
+  Json item{
+      {"namespace", row.ns},
+      {"name", row.name},
+      {"status", to_string(row.kind)},
+      {"operation", row.operation_id.empty() ? Json(nullptr) : Json(row.operation_id)},
+      {"phase", row.phase},
+      {"path", row.path == Path::Undecided ? Json(nullptr) : Json(path_name(row.path))},
+      {"claims", row.claims_total
+                     ? Json{{"done", optional_json(row.claims_done)}, {"total", *row.claims_total}}
+                     : Json(nullptr)},
+      {"since", row.since ? Json(format_timestamp(*row.since)) : Json(nullptr)},
+      {"stepAgeSeconds",
+       row.since ? Json(std::chrono::duration_cast<std::chrono::seconds>(now - *row.since).count())
+                 : Json(nullptr)},
+      {"message", row.message},
+      {"trigger", row.trigger.empty() ? Json(nullptr) : Json(row.trigger)},
+      {"originalReplicas", row.original_replicas ? Json(*row.original_replicas) : Json(nullptr)},
+  };
+  Json targets = Json::array();
+  Json claims = Json::array();
+  if (row.operation) {
+    const Operation& op = *row.operation;
+    item["started"] = format_timestamp(op.started);
+    item["failure"] = op.failure;
+    item["warning"] = op.warning;
+    std::set<std::string> seen;
+    for (const ClaimPlan& claim : op.claims) {
+      if (seen.insert(claim.template_name).second) {
+        targets.push_back(Json{{"template", claim.template_name},
+                               {"storage", claim.to_size.to_string()},
+                               {"storageClassName", claim.to_class}});
+      }
+      claims.push_back(Json{
+          {"claim", claim.claim},
+          {"template", claim.template_name},
+          {"ordinal", claim.ordinal},
+          {"from",
+           {{"storage", claim.from_size.to_string()}, {"storageClassName", claim.from_class}}},
+          {"to", {{"storage", claim.to_size.to_string()}, {"storageClassName", claim.to_class}}},
+          {"backupVerified", claim.backup_verified.has_value()},
+          {"sourceDeleted", claim.source_deleted},
+          {"recreated", !claim.recreated_uid.empty()},
+          {"restoreVerified", claim.restore_verified.has_value()},
+          {"expanded", claim.expanded}});
+    }
+    if (op.claims.empty()) {
+      for (const TemplateChange& change : op.template_changes) {
+        targets.push_back(
+            Json{{"template", change.template_name},
+                 {"storage", change.storage ? Json(change.storage->to_string()) : Json(nullptr)},
+                 {"storageClassName", change.storage_class}});
+      }
+    }
+  }
+  item["target"] = std::move(targets);
+  item["claimProgress"] = std::move(claims);
+  Json jobs = Json::array();
+  for (const JobView& job : row.jobs) {
+    jobs.push_back(Json{{"name", job.name},
+                        {"purpose", job.purpose},
+                        {"state", job.state},
+                        {"detail", job.detail}});
+  }
+  item["jobs"] = std::move(jobs);
+  item["backupClaims"] = row.backup_claims;
+  return item;
+}
+
+void emit_yaml(YAML::Emitter& out, const Json& value) {
+  // Strings YAML 1.1/1.2 would read as a number, boolean or null are double-quoted.
+  static const std::regex kAmbiguous{
+      R"(^$|^(true|false|yes|no|on|off|y|n|null|~)$|^[-+.]?[0-9].*$|^[-+]?\.(inf|nan)$)",
+      std::regex::icase};
+  if ((value.is_object() || value.is_array()) && value.empty()) {
+    out << YAML::Flow << (value.is_object() ? YAML::BeginMap : YAML::BeginSeq)
+        << (value.is_object() ? YAML::EndMap : YAML::EndSeq);
+  } else if (value.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [key, member] : value.items()) {
+      out << YAML::Key << key << YAML::Value;
+      emit_yaml(out, member);
+    }
+    out << YAML::EndMap;
+  } else if (value.is_array()) {
+    out << YAML::BeginSeq;
+    for (const Json& element : value) emit_yaml(out, element);
+    out << YAML::EndSeq;
+  } else if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    if (std::regex_match(text, kAmbiguous)) out << YAML::DoubleQuoted;
+    out << text;
+  } else if (value.is_boolean()) {
+    out << value.get<bool>();
+  } else if (value.is_number_integer()) {
+    out << value.get<std::int64_t>();
+  } else if (value.is_number()) {
+    out << value.get<double>();
+  } else {
+    out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+Json status_document(std::span<const StatusRow> rows, TimePoint now) {
+  Json items = Json::array();
+  for (const StatusRow& row : rows) items.push_back(status_item(row, now));
+  return Json{{"now", format_timestamp(now)}, {"items", std::move(items)}};
+}
+
+std::string render_status_json(std::span<const StatusRow> rows, TimePoint now) {
+  return status_document(rows, now).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string to_yaml(const Json& document) {
+  YAML::Emitter out;
+  out.SetBoolFormat(YAML::TrueFalseBool);
+  out.SetNullFormat(YAML::LowerNull);
+  emit_yaml(out, document);
+  return std::string{out.c_str()} + "\n";
+}
+
+std::string render_status_yaml(std::span<const StatusRow> rows, TimePoint now) {
+  return to_yaml(status_document(rows, now));
+}
+
+// ---- describe ------------------------------------------------------------------------------
+
+namespace {
+
+std::string at_and_ago(TimePoint time, TimePoint now) {
+  return format_timestamp(time) + " (" +
+         human_age(std::chrono::duration_cast<Duration>(now - time)) + " ago)";
+}
+
+std::string age_since(const std::optional<TimePoint>& time, TimePoint now) {
+  return time ? human_age(std::chrono::duration_cast<Duration>(now - *time)) : "-";
+}
+
+std::string summary_text(const std::optional<TreeSummary>& summary) {
+  return summary ? "verified" : "-";
+}
+
+void field(std::string& out, std::string_view name, const std::string& value) {
+  std::string line = std::string{name} + ":";
+  line.append(line.size() < 20 ? 20 - line.size() : 1, ' ');
+  out += line + value + "\n";
+}
+
+std::optional<TimePoint> event_time(const Json& event) {
+  for (auto path : {std::initializer_list<std::string_view>{"lastTimestamp"},
+                    std::initializer_list<std::string_view>{"eventTime"},
+                    std::initializer_list<std::string_view>{"firstTimestamp"},
+                    std::initializer_list<std::string_view>{"metadata", "creationTimestamp"}}) {
+    if (auto time = time_at(event, path)) return time;
+  }
+  return std::nullopt;
+}
+
+void describe_operation(std::string& out, const StatusRow& row, TimePoint now) {
+  const Operation& op = *row.operation;
+  field(out, "Operation", op.id);
+  field(out, "Phase",
+        row.phase + " (for " + age_since(op.phase_since, now) + ", since " +
+            format_timestamp(op.phase_since) + ")");
+  field(out, "Path", or_dash(path_name(op.path)));
+  field(out, "Trigger", row.trigger + (row.target.empty() ? "" : " (" + row.target + ")"));
+  field(out, "Started", at_and_ago(op.started, now));
+  field(out, "Original replicas", std::to_string(op.original_replicas));
+  if (row.claims_total) {
+    field(out, "Claims done",
+          std::to_string(row.claims_done.value_or(0)) + "/" + std::to_string(*row.claims_total) +
+              " in this phase");
+  }
+  if (!op.failure.empty()) field(out, "Failure", op.failure);
+  if (!op.warning.empty()) field(out, "Warning", op.warning);
+  if (!row.message.empty() && row.message != op.failure && row.message != op.warning) {
+    field(out, "Message", row.message);
+  }
+  if (op.phase == Phase::Failed) {
+    out += "\n";
+    if (!op.sources_intact()) {
+      out +=
+          "Source claims were replaced: the data of every claim not yet restored is in its\n"
+          "backup claim:\n  kubectl -n " +
+          op.ns + " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
+          ",stsresize.dev/purpose=backup\n";
+    }
+    out += "stsresize will not resize this StatefulSet again while it is labelled\n" +
+           std::string{kFailedLabel} + ". Once the cause is fixed:\n  kubectl -n " + op.ns +
+           " label statefulset " + op.statefulset + " " + std::string{kFailedLabel} + "-\n";
+  }
+
+  if (!op.claims.empty()) {
+    out += "\nClaims:\n";
+    std::vector<Cells> table{
+        {"CLAIM", "FROM", "TO", "BACKUP", "SOURCE", "RECREATED", "RESTORE", "EXPANDED"}};
+    for (const ClaimPlan& claim : op.claims) {
+      auto size_class = [](const Quantity& size, const std::string& cls) {
+        return size.to_string() + (cls.empty() ? "" : " " + cls);
+      };
+      table.push_back(
+          {claim.claim, size_class(claim.from_size, claim.from_class),
+           size_class(claim.to_size, claim.to_class), summary_text(claim.backup_verified),
+           claim.source_deleted ? "deleted" : "kept", claim.recreated_uid.empty() ? "-" : "yes",
+           summary_text(claim.restore_verified), claim.expanded ? "yes" : "-"});
+    }
+    out += columns(table, "  ");
+  }
+
+  out += "\nPhase history (annotation):\n";
+  std::vector<Cells> history{{"TIME", "PHASE"}};
+  history.push_back({format_timestamp(op.started), "operation started"});
+  history.push_back({format_timestamp(op.phase_since), row.phase + " (current)"});
+  out += columns(history, "  ");
+  out +=
+      "  The annotation keeps only the start and the current phase; add --journal FILE (the\n"
+      "  file given to `stsresize run --journal`) for every step.\n";
+}
+
+void describe_related(std::string& out, const DescribeInput& input, const StatusRow& row,
+                      TimePoint now) {
+  const std::string ns = row.ns;
+  const std::vector<const Json*> jobs = belonging(input.jobs, ns, row.name, "");
+  out += "\nCopy Jobs:";
+  if (jobs.empty()) {
+    out += " <none>\n";
+  } else {
+    out += "\n";
+    std::vector<Cells> table{{"NAME", "PURPOSE", "OPERATION", "STATE", "DETAIL", "AGE"}};
+    for (const Json* job : jobs) {
+      const JobView view = job_view(*job);
+      table.push_back({view.name, or_dash(view.purpose),
+                       or_dash(label_or_empty(*job, kOperationLabel)), view.state,
+                       or_dash(view.detail), age_since(view.created, now)});
+    }
+    out += columns(table, "  ");
+  }
+
+  std::vector<const Json*> backups;
+  for (const Json* claim : belonging(input.claims, ns, row.name, "")) {
+    if (label_or_empty(*claim, kPurposeLabel) == "backup") backups.push_back(claim);
+  }
+  out += "\nBackup claims:";
+  if (backups.empty()) {
+    out += " <none>\n";
+  } else {
+    out += "\n";
+    std::vector<Cells> table{{"NAME", "SOURCE", "OPERATION", "STATUS", "CAPACITY", "AGE"}};
+    for (const Json* claim : backups) {
+      auto capacity = k8s::capacity(*claim);
+      auto phase = k8s::pvc_phase(*claim);
+      table.push_back({string_at(*claim, {"metadata", "name"}),
+                       or_dash(annotation_or_empty(*claim, kSourceClaimAnnotation)),
+                       or_dash(label_or_empty(*claim, kOperationLabel)), phase ? *phase : "-",
+                       capacity && *capacity ? (*capacity)->to_string() : "-",
+                       age_since(time_at(*claim, {"metadata", "creationTimestamp"}), now)});
+    }
+    out += columns(table, "  ");
+  }
+}
+
+void describe_journal(std::string& out, const DescribeInput& input, TimePoint now) {
+  if (!input.journal) return;
+  out += "\nJournal " + *input.journal + ":";
+  if (input.journal_records.empty()) {
+    out += " no records of this StatefulSet\n";
+    return;
+  }
+  out += "\n";
+  const Replay replayed = replay(input.journal_records, PhaseMachine::rules());
+  for (const OperationOutcome& op : replayed.operations) {
+    out += "  Operation " + op.operation_id + ": " + std::string{to_string(op.final_phase)} +
+           (op.path == Path::Undecided ? "" : ", " + path_name(op.path) + " path") + ", " +
+           plural(op.events, "event", "events") + ", started " + at_and_ago(op.first_time, now) +
+           "\n";
+    std::vector<Cells> phases{{"PHASE", "FROM", "DURATION"}};
+    const TimelineRow* entered = nullptr;
+    auto close = [&](const TimelineRow* row, const std::optional<TimePoint>& until) {
+      if (!row) return;
+      phases.push_back(
+          {std::string{to_string(row->phase_after)}, format_timestamp(row->time),
+           until ? human_age(std::chrono::duration_cast<Duration>(*until - row->time)) : "-"});
+    };
+    for (const TimelineRow& row : replayed.rows) {
+      if (row.operation_id != op.operation_id) continue;
+      if (row.phase_before && *row.phase_before == row.phase_after) continue;
+      if (!row.phase_before && row.phase_after == Phase::Pending) continue;
+      close(entered, row.time);
+      entered = &row;
+    }
+    if (entered) {
+      close(entered,
+            is_terminal(entered->phase_after) ? std::nullopt : std::optional<TimePoint>{now});
+      out += columns(phases, "    ");
+    }
+  }
+  out += "\n";
+  std::vector<Cells> table{{"TIME", "OPERATION", "SEQ", "PHASE", "EVENT", "DETAILS"}};
+  for (const TimelineRow& row : replayed.rows) {
+    table.push_back({format_timestamp(row.time), row.operation_id, std::to_string(row.sequence),
+                     std::string{to_string(row.phase_after)}, row.event_type, row.details});
+  }
+  out += columns(table, "  ");
+  if (replayed.inconsistency) {
+    const Inconsistency& bad = *replayed.inconsistency;
+    out += "  INCONSISTENT at operation " + bad.operation_id + ", sequence " +
+           std::to_string(bad.sequence) + " (" + bad.record.type + "): " + bad.reason +
+           "; the annotation is authoritative (`stsresize replay --journal " + *input.journal +
+           "` for the details)\n";
+  }
+}
+
+void describe_events(std::string& out, const DescribeInput& input, TimePoint now) {
+  std::vector<const Json*> events;
+  for (const Json& event : input.events) events.push_back(&event);
+  std::stable_sort(events.begin(), events.end(), [](const Json* a, const Json* b) {
+    return event_time(*a).value_or(TimePoint{}) < event_time(*b).value_or(TimePoint{});
+  });
+  out += "\nEvents:";
+  if (events.empty()) {
+    out += " <none>\n";
+    return;
+  }
+  out += "\n";
+  if (events.size() > kMaxEvents) {
+    out += "  (the last " + std::to_string(kMaxEvents) + " of " + std::to_string(events.size()) +
+           "; all: kubectl get events --field-selector involvedObject.name=" +
+           string_at(input.statefulset, {"metadata", "name"}) + ")\n";
+    events.erase(events.begin(), events.end() - kMaxEvents);
+  }
+  std::vector<Cells> table{{"TYPE", "REASON", "AGE", "MESSAGE"}};
+  for (const Json* event : events) {
+    std::string age = age_since(event_time(*event), now);
+    const auto count = event->contains("count") && (*event)["count"].is_number_integer()
+                           ? (*event)["count"].get<std::int64_t>()
+                           : 1;
+    if (count > 1) {
+      age += " (x" + std::to_string(count) + " over " +
+             age_since(time_at(*event, {"firstTimestamp"}), now) + ")";
+    }
+    table.push_back({string_at(*event, {"type"}), string_at(*event, {"reason"}), age,
+                     string_at(*event, {"message"})});
+  }
+  out += columns(table, "  ");
+}
+
+}  // namespace
+
+std::string render_describe(const DescribeInput& input, TimePoint now) {
+  std::string out;
+  const std::string ns = string_at(input.statefulset, {"metadata", "namespace"});
+  const std::string name = string_at(input.statefulset, {"metadata", "name"});
+  field(out, "Name", name);
+  field(out, "Namespace", ns);
+  if (input.definition_config_map) {
+    field(out, "StatefulSet",
+          "absent: being re-created from its definition in ConfigMap " +
+              *input.definition_config_map);
+  }
+  std::optional<StatusRow> row = status_row(input.statefulset, input.claims, input.jobs);
+  if (!row) {
+    field(out, "Status", "no resize operation");
+    StatusRow empty;
+    empty.ns = ns;
+    empty.name = name;
+    row = empty;
+  } else {
+    field(out, "Status", std::string{to_string(row->kind)});
+  }
+
+  switch (row->kind) {
+    case StatusKind::InProgress:
+    case StatusKind::Failed:
+      if (row->operation) {
+        describe_operation(out, *row, now);
+      } else {
+        field(out, "Message", row->message);
+      }
+      break;
+    case StatusKind::Completed:
+      field(out, "Last operation", or_dash(row->operation_id));
+      field(out, "Outcome", row->phase);
+      if (row->since) field(out, "Finished", at_and_ago(*row->since, now));
+      if (!row->message.empty()) field(out, "Message", row->message);
+      if (!input.journal) {
+        field(out, "History",
+              "in the journal only: add --journal FILE (given to `stsresize run --journal`)");
+      }
+      break;
+    case StatusKind::Refused:
+      field(out, "Request", annotation_or_empty(input.statefulset, kResizeRequestAnnotation));
+      field(out, "Refused", row->message);
+      out += "\nNothing was changed. Correct the request (kubectl -n " + ns +
+             " annotate statefulset " + name + " --overwrite '" +
+             std::string{kResizeRequestAnnotation} +
+             "={\"<template>\":{\"storage\":\"<size>\"}}'),\nor remove it (kubectl -n " + ns +
+             " annotate statefulset " + name + " " + std::string{kResizeRequestAnnotation} +
+             "-).\n";
+      break;
+    case StatusKind::Invalid:
+      field(out, "Problem", row->message);
+      out += "\nThe controller leaves this StatefulSet alone until the annotation " +
+             std::string{kStateAnnotation} +
+             " is readable again;\nthe journal (`stsresize replay --journal FILE --namespace " +
+             ns + " --statefulset " + name + "`) has the operation's history.\n";
+      break;
+  }
+  describe_related(out, input, *row, now);
+  describe_journal(out, input, now);
+  describe_events(out, input, now);
+  return out;
+}
+
+}  // namespace stsresize::cli

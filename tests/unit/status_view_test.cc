@@ -1,0 +1,306 @@
+#include "adapters/app/status_view.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "engine/annotations.h"
+#include "tests/support/golden.h"
+#include "tests/support/replay_samples.h"
+#include "tests/support/status_samples.h"
+
+namespace stsresize::cli {
+namespace {
+
+using namespace std::chrono_literals;
+using stsresize::testing::completed_statefulset;
+using stsresize::testing::invalid_statefulset;
+using stsresize::testing::kStatusNow;
+using stsresize::testing::kStatusStart;
+using stsresize::testing::refused_statefulset;
+using stsresize::testing::sample_backup_claim;
+using stsresize::testing::sample_event;
+using stsresize::testing::sample_job;
+using stsresize::testing::sample_operation;
+using stsresize::testing::sample_statefulset;
+using stsresize::testing::statefulset_in;
+using stsresize::testing_support::expect_matches_golden;
+
+std::string lower_name(Phase phase) {
+  std::string name{to_string(phase)};
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+// One StatefulSet per phase an operation can be in (Completed: the last-operation annotation),
+// plus a refused request, an unreadable state and one stsresize never touched, spread over two
+// namespaces, with the Jobs and backup claims of the BackingUp one.
+struct Cluster {
+  std::vector<Json> statefulsets;
+  std::vector<Json> claims;
+  std::vector<Json> jobs;
+};
+
+Cluster every_phase() {
+  Cluster cluster;
+  Duration in_phase = 3s;
+  for (Phase phase : kAllPhases) {
+    const std::string ns = phase == Phase::Expanding || phase == Phase::Failed ? "billing" : "shop";
+    in_phase = in_phase * 3;
+    if (phase == Phase::Completed) {
+      cluster.statefulsets.push_back(completed_statefulset("completed", ns));
+      continue;
+    }
+    cluster.statefulsets.push_back(statefulset_in(lower_name(phase), phase, in_phase, ns));
+  }
+  cluster.statefulsets.push_back(refused_statefulset("refused"));
+  cluster.statefulsets.push_back(invalid_statefulset("broken"));
+  cluster.statefulsets.push_back(sample_statefulset("untouched"));
+
+  const Operation backing_up = sample_operation("backingup", Phase::BackingUp, 27s);
+  cluster.jobs.push_back(sample_job(backing_up, 0, "backup", "succeeded"));
+  cluster.jobs.push_back(sample_job(backing_up, 1, "backup", "running", 1));
+  cluster.jobs.push_back(sample_job(backing_up, 2, "backup", "running"));
+  for (int i = 0; i < 3; ++i) cluster.claims.push_back(sample_backup_claim(backing_up, i, i < 2));
+  // The Jobs of another StatefulSet of the same name elsewhere are not this one's.
+  cluster.jobs.push_back(sample_job(sample_operation("backingup", Phase::BackingUp, 27s, "other"),
+                                    0, "backup", "failed"));
+  return cluster;
+}
+
+std::vector<StatusRow> rows_of(const Cluster& cluster) {
+  return status_rows(cluster.statefulsets, cluster.claims, cluster.jobs);
+}
+
+TEST(StatusView, StatusTable_AllNamespacesShowsEveryPhaseFailedRefusedAndCompleted) {
+  const std::vector<StatusRow> rows = rows_of(every_phase());
+  expect_matches_golden("status_all_namespaces.txt",
+                        render_status_table(rows, kStatusNow, {.all_namespaces = true}));
+}
+
+TEST(StatusView, StatusTable_WideAddsOperationTriggerTargetAndReplicas) {
+  const std::vector<StatusRow> rows = rows_of(every_phase());
+  expect_matches_golden(
+      "status_wide.txt",
+      render_status_table(rows, kStatusNow, {.all_namespaces = true, .wide = true}));
+}
+
+TEST(StatusView, StatusTable_OneNamespaceHasNoNamespaceColumn) {
+  Cluster cluster;
+  cluster.statefulsets = {statefulset_in("web", Phase::Restoring, 95s),
+                          statefulset_in("db", Phase::Expanding, 4s),
+                          completed_statefulset("cache")};
+  const std::string table = render_status_table(rows_of(cluster), kStatusNow, {});
+  EXPECT_EQ(table,
+            "NAME    PATH     PHASE       CLAIMS   STEP AGE   MESSAGE\n"
+            "cache   -        Completed   -        5m\n"
+            "db      expand   Expanding   1/3      4s\n"
+            "web     copy     Restoring   1/3      95s\n")
+      << table;
+}
+
+TEST(StatusView, StatusRow_ClaimsCountTheCurrentPhasesStep) {
+  struct Case {
+    Phase phase;
+    std::optional<int> done;
+  };
+  const Case cases[] = {{Phase::Pending, std::nullopt},  {Phase::UpdatingTemplate, std::nullopt},
+                        {Phase::Planning, std::nullopt}, {Phase::ScalingDown, 0},
+                        {Phase::BackingUp, 1},           {Phase::Recreating, 2},
+                        {Phase::Restoring, 1},           {Phase::ScalingUp, 3},
+                        {Phase::CleaningUp, 3},          {Phase::Expanding, 1},
+                        {Phase::ScalingBack, 0},         {Phase::Failed, 1}};
+  for (const Case& c : cases) {
+    auto row = status_row(statefulset_in("web", c.phase), {}, {});
+    ASSERT_TRUE(row) << to_string(c.phase);
+    EXPECT_EQ(row->phase, to_string(c.phase));
+    EXPECT_EQ(row->claims_done, c.done) << to_string(c.phase);
+    EXPECT_EQ(row->claims_total, c.done ? std::optional<int>{3} : std::nullopt)
+        << to_string(c.phase);
+  }
+}
+
+TEST(StatusView, StatusRow_KindsAndMessages) {
+  auto failed = status_row(statefulset_in("web", Phase::Failed), {}, {});
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->kind, StatusKind::Failed);
+  EXPECT_EQ(failed->message, "copy Job data-web-1-stsresize-restore failed: BackoffLimitExceeded");
+
+  auto refused = status_row(refused_statefulset("web"), {}, {});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->kind, StatusKind::Refused);
+  EXPECT_EQ(refused->phase, "Refused");
+  EXPECT_EQ(refused->message, "template data: 512Mi is smaller than 1Gi (claims never shrink)");
+
+  auto completed = status_row(completed_statefulset("web"), {}, {});
+  ASSERT_TRUE(completed);
+  EXPECT_EQ(completed->kind, StatusKind::Completed);
+  EXPECT_EQ(completed->operation_id, "web-5f0c2a91");
+  EXPECT_EQ(completed->since, kStatusNow - 5min);
+
+  auto broken = status_row(invalid_statefulset("web"), {}, {});
+  ASSERT_TRUE(broken);
+  EXPECT_EQ(broken->kind, StatusKind::Invalid);
+  EXPECT_NE(broken->message.find("stsresize.dev/state"), std::string::npos) << broken->message;
+
+  EXPECT_FALSE(status_row(sample_statefulset("web"), {}, {}));
+
+  // A Failed label left without its state still shows, with what to do.
+  Json labelled = sample_statefulset("web");
+  labelled["metadata"]["labels"] = {{"stsresize.dev/failed", "true"}};
+  auto orphan_label = status_row(labelled, {}, {});
+  ASSERT_TRUE(orphan_label);
+  EXPECT_EQ(orphan_label->kind, StatusKind::Failed);
+  EXPECT_NE(orphan_label->message.find("remove the label"), std::string::npos);
+}
+
+TEST(StatusView, StatusRows_ADefinitionCountsOnlyWhileItsStatefulSetIsAbsent) {
+  const std::vector<Json> definitions = {stsresize::testing::definition_config_map_of("db")};
+  const std::vector<StatusRow> absent = status_rows({}, {}, {}, definitions);
+  ASSERT_EQ(absent.size(), 1u);
+  EXPECT_EQ(absent[0].name, "db");
+  EXPECT_EQ(absent[0].phase, "UpdatingTemplate");
+  EXPECT_EQ(absent[0].message,
+            "StatefulSet absent while it is re-created from ConfigMap stsresize-db-definition");
+
+  const std::vector<Json> present = {statefulset_in("db", Phase::UpdatingTemplate)};
+  const std::vector<StatusRow> once = status_rows(present, {}, {}, definitions);
+  ASSERT_EQ(once.size(), 1u);
+  EXPECT_EQ(once[0].message, "");
+}
+
+TEST(StatusView, StatusRow_AFailingJobIsTheMessageWhenNothingElseIs) {
+  const Operation op = sample_operation("web", Phase::BackingUp);
+  const std::vector<Json> jobs = {sample_job(op, 0, "backup", "succeeded"),
+                                  sample_job(op, 1, "backup", "running", 2)};
+  auto row = status_row(statefulset_in("web", Phase::BackingUp), {}, jobs);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->message, "Job data-web-1-stsresize-backup: Running (2 failed attempts)");
+  ASSERT_EQ(row->jobs.size(), 2u);
+  EXPECT_EQ(row->jobs[0].state, "Succeeded");
+}
+
+TEST(StatusView, StatusJson_IsTheStableMachineSchema) {
+  const std::vector<StatusRow> rows = rows_of(every_phase());
+  const std::string json = render_status_json(rows, kStatusNow);
+  expect_matches_golden("status_all.json", json);
+
+  const Json document = Json::parse(json);
+  ASSERT_EQ(document.at("items").size(), 15u);  // 13 phases, refused, broken
+  const Json& items = document.at("items");
+  auto found = std::find_if(items.begin(), items.end(),
+                            [](const Json& item) { return item.at("name") == "backingup"; });
+  ASSERT_NE(found, items.end());
+  const Json& backing_up = *found;
+  EXPECT_EQ(items.at(0).at("namespace"), "billing");
+  EXPECT_EQ(backing_up.at("path"), "copy");
+  EXPECT_EQ(backing_up.at("claims"), (Json{{"done", 1}, {"total", 3}}));
+  EXPECT_EQ(backing_up.at("stepAgeSeconds"), 729);  // 3s * 3^5: the fifth phase
+  EXPECT_EQ(backing_up.at("jobs").size(), 3u);
+  EXPECT_EQ(backing_up.at("backupClaims").size(), 3u);
+}
+
+TEST(StatusView, StatusYaml_SaysWhatTheJsonSays) {
+  const std::vector<StatusRow> rows = rows_of(every_phase());
+  const std::string yaml = render_status_yaml(rows, kStatusNow);
+  expect_matches_golden("status_all.yaml", yaml);
+
+  // Read back, every scalar is what the JSON has, strings included that look like numbers.
+  const YAML::Node node = YAML::Load(yaml);
+  const Json json = status_document(rows, kStatusNow);
+  ASSERT_EQ(node["items"].size(), json.at("items").size());
+  for (std::size_t i = 0; i < json.at("items").size(); ++i) {
+    const Json& item = json.at("items").at(i);
+    const YAML::Node yitem = node["items"][i];
+    EXPECT_EQ(yitem["name"].as<std::string>(), item.at("name").get<std::string>());
+    EXPECT_EQ(yitem["message"].as<std::string>(), item.at("message").get<std::string>());
+    EXPECT_EQ(yitem["since"].IsNull(), item.at("since").is_null());
+  }
+  EXPECT_EQ(to_yaml(Json{{"a", "3"}, {"b", 3}, {"c", "true"}, {"d", ""}, {"e", nullptr}}),
+            "a: \"3\"\nb: 3\nc: \"true\"\nd: \"\"\ne: null\n");
+}
+
+TEST(StatusView, HumanAge_IsKubectls) {
+  EXPECT_EQ(human_age(-5s), "0s");
+  EXPECT_EQ(human_age(0s), "0s");
+  EXPECT_EQ(human_age(119s), "119s");
+  EXPECT_EQ(human_age(120s), "2m");
+  EXPECT_EQ(human_age(192s), "3m12s");
+  EXPECT_EQ(human_age(10min + 59s), "10m");
+  EXPECT_EQ(human_age(179min), "179m");
+  EXPECT_EQ(human_age(3h), "3h");
+  EXPECT_EQ(human_age(2h + 125min), "4h5m");
+  EXPECT_EQ(human_age(26h), "26h");
+  EXPECT_EQ(human_age(76h), "3d4h");
+  EXPECT_EQ(human_age(24h * 12), "12d");
+  EXPECT_EQ(human_age(24h * 800), "2y70d");
+}
+
+// ---- describe ------------------------------------------------------------------------------
+
+TEST(StatusView, Describe_InProgressShowsClaimsJobsBackupsAndEvents) {
+  const Operation op = sample_operation("web", Phase::BackingUp, 27s);
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::BackingUp, 27s);
+  input.jobs = {sample_job(op, 0, "backup", "succeeded"),
+                sample_job(op, 1, "backup", "running", 1)};
+  input.claims = {sample_backup_claim(op, 0, true), sample_backup_claim(op, 1, false)};
+  input.events = {
+      sample_event("web", "Normal", "PhaseChanged",
+                   "operation web-5f0c2a91: ScalingDown -> BackingUp", kStatusNow - 27s),
+      sample_event("web", "Normal", "ResizeStarted", "operation web-5f0c2a91: template grew",
+                   kStatusStart),
+      sample_event("web", "Warning", "Forbidden", "cannot create jobs", kStatusNow - 60s, 3),
+  };
+  expect_matches_golden("describe_backing_up.txt", render_describe(input, kStatusNow));
+}
+
+TEST(StatusView, Describe_FailedSaysWhereTheDataIsAndHowToAllowResizesAgain) {
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::Failed, 5min);
+  const std::string text = render_describe(input, kStatusNow);
+  expect_matches_golden("describe_failed.txt", text);
+  EXPECT_NE(text.find("kubectl -n shop label statefulset web stsresize.dev/failed-"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("get pvc -l stsresize.dev/operation=web-5f0c2a91,stsresize.dev/purpose=backup"),
+      std::string::npos);
+}
+
+TEST(StatusView, Describe_RefusedSaysHowToCorrectTheRequest) {
+  DescribeInput input;
+  input.statefulset = refused_statefulset("web");
+  expect_matches_golden("describe_refused.txt", render_describe(input, kStatusNow));
+}
+
+TEST(StatusView, Describe_WithTheJournalShowsEveryPhaseInOrderAndEveryRecord) {
+  DescribeInput input;
+  input.statefulset = completed_statefulset("web");
+  input.journal = "journal.db";
+  input.journal_records = stsresize::testing::one_claim_copy();
+  const std::string text = render_describe(input, kStatusNow);
+  expect_matches_golden("describe_journal.txt", text);
+
+  std::size_t at = 0;
+  for (std::string_view phase : {"Planning", "ScalingDown", "BackingUp", "Recreating", "Restoring",
+                                 "ScalingUp", "CleaningUp", "Completed"}) {
+    const std::size_t next = text.find("    " + std::string{phase} + " ", at);
+    ASSERT_NE(next, std::string::npos) << phase << " not after offset " << at << ":\n" << text;
+    at = next;
+  }
+}
+
+TEST(StatusView, Describe_WithoutOperationStillShowsEvents) {
+  DescribeInput input;
+  input.statefulset = sample_statefulset("web");
+  input.journal = "journal.db";
+  const std::string text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("Status:             no resize operation\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Journal journal.db: no records of this StatefulSet\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Events: <none>\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace stsresize::cli
