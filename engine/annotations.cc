@@ -1,5 +1,6 @@
 #include "engine/annotations.h"
 
+#include "engine/advance_request.h"
 #include "engine/operation_codec.h"
 #include "engine/timestamp.h"
 
@@ -69,6 +70,13 @@ Json with_operation(Json statefulset, const Operation& operation) {
   if (!annotations.is_object()) annotations = Json::object();
   const std::string state_key{kStateAnnotation};
   const std::string phase_key{kPhaseAnnotation};
+  const std::string awaiting_key{kAwaitingApprovalAnnotation};
+  if (operation.awaiting) {
+    annotations[awaiting_key] = std::string{to_string(operation.awaiting->from)} + " -> " +
+                                std::string{to_string(operation.awaiting->to)};
+  } else {
+    annotations.erase(awaiting_key);
+  }
   if (operation.phase == Phase::Completed) {
     annotations.erase(state_key);
     annotations.erase(phase_key);

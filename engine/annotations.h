@@ -5,6 +5,8 @@
 //   stsresize.dev/last-operation  short summary left when an operation completed
 //   stsresize.dev/resize          an explicit request, written by the user (resize_request.h)
 //   stsresize.dev/resize-status   why stsresize refused that request
+//   stsresize.dev/awaiting-approval  "BackingUp -> Recreating" while a transition waits for
+//                                 `stsresize advance --approve` (engine/advance_request.h)
 //   label stsresize.dev/failed    "true" once an operation failed: never resized again
 //                                 automatically until a person removes it
 // A crashed or rescheduled controller rebuilds every operation from these alone.

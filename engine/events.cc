@@ -128,6 +128,22 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
     event = Resumed{std::move(operation)};
   } else if (type == "OperationFinished") {
     event = OperationFinished{read_enum(in, "outcome", &parse_phase, Phase::Completed)};
+  } else if (type == "ApprovalAwaited") {
+    ApprovalAwaited e;
+    e.from = read_enum(in, "from", &parse_phase, Phase::Pending);
+    e.to = read_enum(in, "to", &parse_phase, Phase::Pending);
+    e.event = read_enum(in, "event", &parse_phase_event, PhaseEvent::StepDone);
+    e.mode = in.string("mode");
+    event = e;
+  } else if (type == "OperatorAction") {
+    OperatorAction e;
+    e.action = in.string("action");
+    e.phase = read_enum(in, "phase", &parse_phase, Phase::Pending);
+    e.by = in.string("by");
+    e.at = in.string("at");
+    e.nonce = in.string("nonce");
+    e.refused = in.string("refused");
+    event = e;
   } else {
     return std::unexpected("unknown event type \"" + std::string{type} + "\"");
   }
@@ -154,6 +170,8 @@ std::string_view event_type(const Event& event) {
                         [](const StepFailed&) { return "StepFailed"; },
                         [](const Resumed&) { return "Resumed"; },
                         [](const OperationFinished&) { return "OperationFinished"; },
+                        [](const ApprovalAwaited&) { return "ApprovalAwaited"; },
+                        [](const OperatorAction&) { return "OperatorAction"; },
                     },
                     event);
 }
@@ -215,6 +233,17 @@ Json encode_event_data(const Event& event) {
           },
           [](const OperationFinished& e) {
             return Json{{"outcome", to_string(e.outcome)}};
+          },
+          [](const ApprovalAwaited& e) {
+            return Json{{"from", to_string(e.from)},
+                        {"to", to_string(e.to)},
+                        {"event", to_string(e.event)},
+                        {"mode", e.mode}};
+          },
+          [](const OperatorAction& e) {
+            return Json{{"action", e.action}, {"phase", to_string(e.phase)},
+                        {"by", e.by},         {"at", e.at},
+                        {"nonce", e.nonce},   {"refused", e.refused}};
           },
       },
       event);
@@ -293,8 +322,22 @@ std::string describe(const Event& event) {
             return "from annotation at phase " + std::string{to_string(e.snapshot.phase)};
           },
           [](const OperationFinished& e) { return std::string{to_string(e.outcome)}; },
+          [](const ApprovalAwaited& e) { return describe_awaited(e); },
+          [](const OperatorAction& e) { return describe_operator_action(e); },
       },
       event);
+}
+
+std::string describe_awaited(const events::ApprovalAwaited& e) {
+  return "awaiting approval of " + std::string{to_string(e.from)} + " -> " +
+         std::string{to_string(e.to)} + " (mode " + e.mode + ")";
+}
+
+std::string describe_operator_action(const events::OperatorAction& e) {
+  std::string out =
+      e.action + " in " + std::string{to_string(e.phase)} + " by " + e.by + " at " + e.at;
+  if (!e.refused.empty()) out += ": refused: " + e.refused;
+  return out;
 }
 
 std::expected<void, ReplayError> Folder::apply(const JournalRecord& record) {
@@ -424,6 +467,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             previous_phase_ = op.phase;
             op.phase = e.to;
             op.warning.clear();
+            op.awaiting.reset();
             op.phase_since = record.time;
             return {};
           },
@@ -497,6 +541,29 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             }
             if (e.snapshot.phase != op.phase) previous_phase_.reset();
             op = e.snapshot;
+            return {};
+          },
+          [&](const ApprovalAwaited& e) -> Result {
+            if (auto ok = in_phase(e.from); !ok) return ok;
+            if (e.event == PhaseEvent::CriticalError ||
+                !rules_->allowed(e.from, e.event, op.sources_intact(), e.to)) {
+              return std::unexpected("ApprovalAwaited for " + std::string{to_string(e.from)} +
+                                     " -> " + std::string{to_string(e.to)} + " on " +
+                                     std::string{to_string(e.event)} +
+                                     ", which the state machine does not allow or never holds");
+            }
+            op.awaiting = AwaitedApproval{e.from, e.to, e.event};
+            return {};
+          },
+          [&](const OperatorAction& e) -> Result {
+            if (e.action.empty() || e.by.empty() || e.nonce.empty()) {
+              return std::unexpected("OperatorAction without an action, a person or a nonce");
+            }
+            if (e.refused.empty() && (!op.awaiting || op.awaiting->from != e.phase)) {
+              return std::unexpected("OperatorAction " + e.action + " accepted in phase " +
+                                     std::string{to_string(e.phase)} +
+                                     " while no transition from it awaited approval");
+            }
             return {};
           },
           [&](const OperationFinished& e) -> Result {

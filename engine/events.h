@@ -98,6 +98,28 @@ struct Resumed {
   Operation snapshot;
   friend bool operator==(const Resumed&, const Resumed&) = default;
 };
+// The engine holds the transition from -> to until a person approves it (the StatefulSet's
+// stsresize.dev/mode, engine/advance_request.h, says which transitions wait). The transition
+// must be one the rules allow from the current phase.
+struct ApprovalAwaited {
+  Phase from = Phase::Pending;
+  Phase to = Phase::Pending;
+  PhaseEvent event = PhaseEvent::StepDone;
+  std::string mode;  // "manual", "step"
+  friend bool operator==(const ApprovalAwaited&, const ApprovalAwaited&) = default;
+};
+// A person's `stsresize advance`, read from the stsresize.dev/advance annotation: who, when,
+// for which phase, and whether the engine accepted it. An accepted approval is journaled in
+// the same append as the PhaseChanged it allows; it changes nothing else in the operation.
+struct OperatorAction {
+  std::string action;            // "approve"
+  Phase phase = Phase::Pending;  // the phase the person saw waiting
+  std::string by;                // kubeconfig user or --as
+  std::string at;                // RFC 3339, from the request
+  std::string nonce;             // the request's, to tell two requests apart
+  std::string refused;           // why it was refused; empty: accepted
+  friend bool operator==(const OperatorAction&, const OperatorAction&) = default;
+};
 struct OperationFinished {
   Phase outcome = Phase::Completed;
   friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
@@ -110,7 +132,8 @@ using Event =
                  events::StatefulSetRecreated, events::Planned, events::PhaseChanged,
                  events::ActionIntended, events::BackupVerified, events::SourceDeleted,
                  events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
-                 events::StepFailed, events::Resumed, events::OperationFinished>;
+                 events::StepFailed, events::Resumed, events::OperationFinished,
+                 events::ApprovalAwaited, events::OperatorAction>;
 
 // "PhaseChanged", ... — the JournalRecord type.
 std::string_view event_type(const Event& event);
@@ -123,6 +146,10 @@ JournalRecord make_record(const Operation& operation, std::int64_t sequence, Tim
                           const Event& event);
 // One line for timelines and logs: "ScalingDown -> BackingUp (StepDone)".
 std::string describe(const Event& event);
+// "awaiting approval of BackingUp -> Recreating (mode step)"
+std::string describe_awaited(const events::ApprovalAwaited& event);
+// "approve in BackingUp by alice at 2027-...Z" (+ ": refused: <why>")
+std::string describe_operator_action(const events::OperatorAction& event);
 
 struct ReplayError {
   std::int64_t sequence = 0;

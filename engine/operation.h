@@ -100,6 +100,15 @@ struct TemplateChange {
   friend bool operator==(const TemplateChange&, const TemplateChange&) = default;
 };
 
+// A transition the engine holds until a person approves it with `stsresize advance --approve`
+// (annotation stsresize.dev/mode: manual or step, engine/advance_request.h).
+struct AwaitedApproval {
+  Phase from = Phase::Pending;
+  Phase to = Phase::Pending;
+  PhaseEvent event = PhaseEvent::StepDone;
+  friend bool operator==(const AwaitedApproval&, const AwaitedApproval&) = default;
+};
+
 struct Operation {
   std::string id;
   std::string ns;
@@ -119,6 +128,8 @@ struct Operation {
   // The warning given in the current phase (a non-critical StepFailed), so that it is given
   // once; cleared by every phase change.
   std::string warning;
+  // The transition waiting for approval; cleared by every phase change.
+  std::optional<AwaitedApproval> awaiting;
   TimePoint started;
   TimePoint phase_since;
   // Sequence of the last journal record this state reflects.

@@ -192,6 +192,11 @@ Json encode_operation(const Operation& operation) {
       {"lastSequence", operation.last_sequence},
   };
   if (!operation.warning.empty()) document["warning"] = operation.warning;
+  if (operation.awaiting) {
+    document["awaitingApproval"] = Json{{"from", to_string(operation.awaiting->from)},
+                                        {"to", to_string(operation.awaiting->to)},
+                                        {"event", to_string(operation.awaiting->event)}};
+  }
   if (!operation.template_changes.empty()) {
     document["templateUpdate"] =
         Json{{"changes", encode_template_changes(operation.template_changes)},
@@ -258,6 +263,35 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
   if (in.ok() && document.contains("warning")) {
     op.warning = in.string("warning");
     if (in.ok() && op.warning.empty()) in.fail(where + ": \"warning\" is empty");
+  }
+  if (in.ok() && document.contains("awaitingApproval")) {
+    StrictObject awaiting{in.object("awaitingApproval"), where + ".awaitingApproval"};
+    AwaitedApproval approval;
+    auto phase_at = [&](std::string_view key) {
+      const std::string text = awaiting.string(key);
+      auto parsed = parse_phase(text);
+      if (awaiting.ok() && !parsed) {
+        awaiting.fail(awaiting.where() + ": unknown phase \"" + text + "\"");
+      }
+      return parsed.value_or(Phase::Pending);
+    };
+    approval.from = phase_at("from");
+    approval.to = phase_at("to");
+    const std::string event = awaiting.string("event");
+    auto parsed_event = parse_phase_event(event);
+    if (awaiting.ok() && !parsed_event) {
+      awaiting.fail(awaiting.where() + ": unknown event \"" + event + "\"");
+    }
+    approval.event = parsed_event.value_or(PhaseEvent::StepDone);
+    if (auto done = awaiting.finish(); !done) {
+      in.fail(done.error());
+    } else if (approval.from != op.phase) {
+      in.fail(awaiting.where() + ": awaits a transition from " +
+              std::string{to_string(approval.from)} + " in phase " +
+              std::string{to_string(op.phase)});
+    } else {
+      op.awaiting = approval;
+    }
   }
   if (in.ok() && document.contains("templateUpdate")) {
     StrictObject update{in.object("templateUpdate"), where + ".templateUpdate"};

@@ -295,6 +295,8 @@ std::string timeline_details(const Event& event) {
             return "from the annotation, at phase " + std::string{to_string(e.snapshot.phase)};
           },
           [](const OperationFinished& e) { return std::string{to_string(e.outcome)}; },
+          [](const ApprovalAwaited& e) { return describe_awaited(e); },
+          [](const OperatorAction& e) { return describe_operator_action(e); },
       },
       event);
 }

@@ -1,8 +1,10 @@
 #include "states/reconciler.h"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "engine/advance_request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -136,7 +138,18 @@ class Reconciler::Session final : public StepJournal {
   std::expected<bool, std::string> adopt_unannotated_start(const std::vector<Event>& first_events);
   ReconcileResult resume(Operation annotated);
   ReconcileResult drive();
-  std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason);
+  // The step is Done with `event`. nullopt: go on — no approval needed (stsresize.dev/mode), or
+  // a person's stsresize.dev/advance approves it, and `approval` then holds the OperatorAction
+  // to journal with the transition. Otherwise the transition waits (ApprovalAwaited journaled
+  // and annotated once, with an AwaitingApproval Event) and this is the reconcile's result.
+  std::optional<ReconcileResult> hold_for_approval(PhaseEvent event, std::vector<Event>& approval);
+  // An advance request that cannot approve what waits: journaled as a refused OperatorAction,
+  // removed from the StatefulSet, and a Warning saying why and what to run.
+  std::expected<void, std::string> refuse_advance(const std::string& text,
+                                                  const std::optional<AdvanceRequest>& request,
+                                                  const std::string& why);
+  std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason,
+                                               std::vector<Event> approval = {});
 
   // Journal first; then the in-memory state. Refuses what fold would refuse.
   std::expected<void, std::string> append(const std::vector<Event>& events);
@@ -153,6 +166,9 @@ class Reconciler::Session final : public StepJournal {
   ObjectRef ref_;
   Operation op_;
   Folder* folder_ = nullptr;  // owned by r_.folded_
+  // The stsresize.dev/advance annotation consumed (accepted or refused): the next annotation
+  // write removes it, if it still holds exactly this text.
+  std::optional<std::string> consumed_advance_;
 };
 
 std::expected<void, std::string> Reconciler::Session::append(const std::vector<Event>& events) {
@@ -181,7 +197,14 @@ std::expected<void, std::string> Reconciler::Session::commit(const std::vector<E
 }
 
 std::expected<void, std::string> Reconciler::Session::write_annotation() {
-  auto written = r_.kube_.update(Kind::StatefulSet, with_operation(sts_, op_));
+  auto desired = [&] {
+    Json object = with_operation(sts_, op_);
+    if (consumed_advance_ && advance_request_of(object) == consumed_advance_) {
+      (void)k8s::remove_annotation(object, kAdvanceAnnotation);
+    }
+    return object;
+  };
+  auto written = r_.kube_.update(Kind::StatefulSet, desired());
   if (!written && written.error().code == KubeErrorCode::Conflict) {
     // Someone else wrote the StatefulSet (its controller updates status all the time). Retry
     // on the fresh object only if our state annotation there is still the one we based on.
@@ -192,7 +215,7 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
       return std::unexpected(to_string(ref_) + ": state annotation changed by someone else");
     }
     sts_ = std::move(*fresh);
-    written = r_.kube_.update(Kind::StatefulSet, with_operation(sts_, op_));
+    written = r_.kube_.update(Kind::StatefulSet, desired());
   }
   if (!written) {
     return std::unexpected("writing state of " + to_string(ref_) + ": " +
@@ -200,6 +223,7 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
                            written.error().message);
   }
   sts_ = std::move(*written);
+  consumed_advance_.reset();
   return {};
 }
 
@@ -392,8 +416,71 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
   return drive();
 }
 
+std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
+    PhaseEvent event, std::vector<Event>& approval) {
+  const Phase from = op_.phase;
+  auto next = PhaseMachine{from}.fire(event, op_.sources_intact());
+  if (!next) return std::nullopt;  // advance() reports it
+  const ModeSetting mode = approval_mode_of(sts_);
+  if (!needs_approval(mode.mode, from, *next, event)) return std::nullopt;
+  const AwaitedApproval awaited{from, *next, event};
+  const std::string transition =
+      std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
+  if (op_.awaiting != awaited) {
+    if (auto committed = commit(
+            {events::ApprovalAwaited{from, *next, event, std::string{to_string(mode.mode)}}});
+        !committed) {
+      return retry(committed.error());
+    }
+    note(EventSeverity::Normal, "AwaitingApproval",
+         "operation " + op_.id + " awaits approval of " + transition + " (" +
+             std::string{kModeAnnotation} + ": " + std::string{to_string(mode.mode)} +
+             (mode.invalid.empty() ? "" : "; " + mode.invalid) + "); to approve, run `" +
+             approve_command(ref_.ns, ref_.name) + "`");
+  }
+  auto text = advance_request_of(sts_);
+  if (!text) return idle();
+  auto request = decode_advance_request(*text);
+  const std::string why = request ? approval_mismatch(*request, op_) : request.error();
+  if (why.empty()) {
+    approval.push_back(events::OperatorAction{
+        request->action, request->phase, request->by, request->at, request->nonce, {}});
+    consumed_advance_ = *text;
+    return std::nullopt;
+  }
+  std::optional<AdvanceRequest> readable;
+  if (request) readable = *request;
+  if (auto refused = refuse_advance(*text, readable, why); !refused) return retry(refused.error());
+  return idle();
+}
+
+std::expected<void, std::string> Reconciler::Session::refuse_advance(
+    const std::string& text, const std::optional<AdvanceRequest>& request, const std::string& why) {
+  const std::string unreadable = "(unreadable)";
+  events::OperatorAction action{
+      request ? request->action : unreadable, request ? request->phase : op_.phase,
+      request ? request->by : unreadable,     request ? request->at : unreadable,
+      request ? request->nonce : unreadable,  why};
+  if (auto appended = append({action}); !appended) return appended;
+  consumed_advance_ = text;
+  if (auto written = write_annotation(); !written) return written;
+  std::string message = "stsresize advance by " + action.by + " refused: " + why + ". ";
+  if (op_.awaiting) {
+    message += "The operation " + op_.id + " awaits approval of " +
+               std::string{to_string(op_.awaiting->from)} + " -> " +
+               std::string{to_string(op_.awaiting->to)} + "; to approve it, run `" +
+               approve_command(ref_.ns, ref_.name) + "`";
+  } else {
+    message += "Nothing waits for approval now; run `" + approve_command(ref_.ns, ref_.name) +
+               "` when the StatefulSet shows " + std::string{kAwaitingApprovalAnnotation};
+  }
+  note(EventSeverity::Warning, "AdvanceRefused", message);
+  return {};
+}
+
 std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent event,
-                                                                  const std::string& reason) {
+                                                                  const std::string& reason,
+                                                                  std::vector<Event> approval) {
   PhaseMachine machine{op_.phase};
   const Phase from = op_.phase;
   auto next = machine.fire(event, op_.sources_intact());
@@ -401,7 +488,11 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
     note(EventSeverity::Warning, "InternalError", next.error());
     return std::unexpected(terminal(next.error()));
   }
-  std::vector<Event> events;
+  std::string approved_by;
+  for (const Event& e : approval) {
+    if (const auto* action = std::get_if<events::OperatorAction>(&e)) approved_by = action->by;
+  }
+  std::vector<Event> events = std::move(approval);
   if (event == PhaseEvent::CriticalError) events.push_back(events::StepFailed{from, reason, true});
   events.push_back(events::PhaseChanged{from, *next, event});
   if (is_terminal(*next)) events.push_back(events::OperationFinished{*next});
@@ -427,7 +518,8 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
          "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
   } else {
     note(EventSeverity::Normal, *next == Phase::Completed ? "ResizeCompleted" : "PhaseChanged",
-         "operation " + op_.id + ": " + transition);
+         "operation " + op_.id + ": " + transition +
+             (approved_by.empty() ? "" : " (approved by " + approved_by + ")"));
   }
   return {};
 }
@@ -456,9 +548,14 @@ ReconcileResult Reconciler::Session::drive() {
     StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
     const StepOutcome outcome = step(ctx);
     switch (outcome.kind) {
-      case StepOutcome::Kind::Done:
-        if (auto advanced = advance(outcome.event, {}); !advanced) return advanced.error();
+      case StepOutcome::Kind::Done: {
+        std::vector<Event> approval;
+        if (auto held = hold_for_approval(outcome.event, approval)) return *held;
+        if (auto advanced = advance(outcome.event, {}, std::move(approval)); !advanced) {
+          return advanced.error();
+        }
         break;
+      }
       case StepOutcome::Kind::Waiting:
         if (outcome.requeue_after > Duration{0}) return requeue(outcome.requeue_after);
         break;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
+#include "adapters/app/advance_command.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/journal_command.h"
 #include "adapters/app/replay_command.h"
@@ -22,7 +23,8 @@ constexpr const char* kFooter =
     "  1  replay: the journal is inconsistent (or an export's checksum does not match)\n"
     "  2  usage error, an input that cannot be read, or a refused journal import\n"
     "  3  run: the leader lease was lost\n"
-    "  4  status, describe: the API server could not be reached, or refused to answer";
+    "  4  status, describe, advance: the API server could not be reached, or refused to answer\n"
+    "  5  advance: refused (the message says why and what to run instead)";
 
 }  // namespace
 
@@ -45,6 +47,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App* replay = add_replay_command(app, replay_options);
   CLI::App* version = add_version_command(app);
   CLI::App* journal = add_journal_command(app, journal_options);
+  AdvanceOptions advance_options;
+  CLI::App* advance = add_advance_command(app, advance_options);
 
   // CLI11 parses a reversed vector (it pops arguments off the back).
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -65,6 +69,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (status->parsed()) return run_status(status_options, out, err);
   if (describe->parsed()) return run_describe(describe_options, out, err);
   if (version->parsed()) return run_version(out);
+  if (advance->parsed()) return run_advance(advance_options, out, err);
   return kExitUsage;  // unreachable: require_subcommand(1)
 }
 

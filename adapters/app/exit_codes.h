@@ -12,5 +12,8 @@ inline constexpr int kExitLeadershipLost = 3;
 // status, describe: the API server could not be reached, or refused to answer (credentials
 // rejected, RBAC, server error): nothing is wrong with the command line.
 inline constexpr int kExitClusterUnreachable = 4;
+// advance: refused (nothing waits, an approval is already pending, unreadable state); the
+// message says why and what to run instead.
+inline constexpr int kExitRefused = 5;
 
 }  // namespace stsresize::cli

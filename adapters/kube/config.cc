@@ -193,6 +193,7 @@ KubeConfigResult parse_kubeconfig(const YAML::Node& root, const fs::path& path,
   auto user_name = string_at(*context, context_where, "user");
   if (!user_name) return Error(user_name.error());
   if (user_name->empty()) return config;  // anonymous
+  config.user = *user_name;
   auto user = named_entry(root, file, "users", "user", *user_name);
   if (!user) return Error(user.error());
   const std::string user_where = file + ": user \"" + *user_name + "\"";
@@ -281,6 +282,7 @@ KubeConfigResult load_in_cluster(const InClusterEnvironment& env) {
   }
   KubeConfig config;
   config.source = "in-cluster service account " + env.secrets_dir.string();
+  config.user = "in-cluster service account";
   const bool bare_ipv6 =
       env.service_host.find(':') != std::string::npos && !env.service_host.starts_with('[');
   config.server = "https://" + (bare_ipv6 ? "[" + env.service_host + "]" : env.service_host) + ":" +

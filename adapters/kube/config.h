@@ -21,6 +21,9 @@ struct KubeConfig {
   bool insecure_skip_tls_verify = false;  // only when the kubeconfig explicitly says so
   std::string ns = "default";             // the context's (or the pod's) namespace
   std::string source;  // where this came from, for messages: "kubeconfig /x (ctx)"
+  // Who, for people: the kubeconfig context's user entry ("" when anonymous); in a pod,
+  // "in-cluster service account". `stsresize advance` records it as the operator.
+  std::string user;
 };
 
 // Errors name the file and the key at fault.

@@ -14,6 +14,7 @@
 #include "engine/resize_request.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
+#include "tests/support/approvals.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -30,6 +31,7 @@ struct Scenario {
   bool corrupt_copy = false;
   Outcome outcome = Outcome::Completed;
   Trigger trigger = Trigger::Template;
+  std::string mode{};  // stsresize.dev/mode; empty: not set (auto)
 };
 
 ObjectRef definition_ref() {
@@ -116,7 +118,11 @@ Stop drive(ResizeWorld& world, Reconciler& engine, std::optional<int> crash_afte
       ADD_FAILURE() << "terminal: " << result.message;
       return Stop::Terminal;
     }
-    if (result.is(ReconcileResult::Kind::Idle)) return Stop::Idle;
+    // A person approves what waits (stsresize.dev/mode manual or step), then it goes on.
+    if (result.is(ReconcileResult::Kind::Idle) &&
+        !approve_waiting(world, "operator", "nonce-" + std::to_string(round))) {
+      return Stop::Idle;
+    }
     world.cluster.tick();
     world.clock.advance(std::chrono::seconds{2});
   }
@@ -205,6 +211,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
 int clean_run(const Scenario& scenario) {
   ResizeWorld world;
   world.seed(scenario.expandable, "2Gi", scenario.trigger);
+  if (!scenario.mode.empty()) set_mode(world, scenario.mode);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
   Watch watched;
@@ -227,6 +234,10 @@ int clean_run(const Scenario& scenario) {
     }
     EXPECT_TRUE(scaled_back);
   }
+  if (!scenario.mode.empty()) {
+    EXPECT_TRUE(world.events.contains("AwaitingApproval"));
+    EXPECT_FALSE(world.events.contains("AdvanceRefused"));
+  }
   std::cout << "uninterrupted run: " << world.kube.mutations() << " side effects\n";
   return world.kube.mutations();
 }
@@ -244,6 +255,7 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   const auto path = dir / ("stsresize-crash-" + std::to_string(::getpid()) + ".db");
   ResizeWorld world;
   world.seed(scenario.expandable, "2Gi", scenario.trigger);
+  if (!scenario.mode.empty()) set_mode(world, scenario.mode);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
   Watch watched;
@@ -311,6 +323,8 @@ const Scenario kCopyJobFails{.failing_job_pods = 1, .outcome = Outcome::Failed};
 const Scenario kCopyCorrupted{.corrupt_copy = true, .outcome = Outcome::Failed};
 const Scenario kCopyRequested{.trigger = Trigger::Request};
 const Scenario kExpandRequested{.expandable = true, .trigger = Trigger::Request};
+const Scenario kCopyManual{.mode = "manual"};
+const Scenario kCopyStep{.mode = "step"};
 
 TEST(CrashResume, CopyPathConvergesAfterACrashAtEverySideEffect) {
   every_k(kCopy, JournalFate::Kept);
@@ -350,6 +364,17 @@ TEST(CrashResume, ExplicitRequestOnExpandPathRestartsNoPodAndConvergesAfterEvery
 
 TEST(CrashResume, ExplicitRequestWithSqliteJournalConvergesForASampleOfCrashPoints) {
   every_k(kCopyRequested, JournalFate::Kept, /*sqlite=*/true, /*stride=*/5);
+}
+
+// Every transition waits for an approval (an annotation the engine consumes, journaled with the
+// transition it allows): a crash on either side of waiting or of taking an approval converges.
+TEST(CrashResume, ManualModeCopyPathConvergesAfterACrashAtEverySideEffect) {
+  every_k(kCopyManual, JournalFate::Kept);
+  every_k(kCopyManual, JournalFate::Lost);
+}
+
+TEST(CrashResume, StepModeCopyPathConvergesAfterACrashAtEverySideEffect) {
+  every_k(kCopyStep, JournalFate::Kept);
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ std::vector<Event> one_of_each() {
       events::StepFailed{Phase::BackingUp, "copy job failed", true},
       events::Resumed{snapshot},
       events::OperationFinished{Phase::Failed},
+      events::ApprovalAwaited{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone, "step"},
+      events::OperatorAction{"approve", Phase::BackingUp, "alice", "2027-01-15T08:00:00Z", "n1",
+                             "it approves another operation"},
   };
 }
 
@@ -72,6 +75,47 @@ TEST(EventCodec, RefusesUnknownTypeExtraMissingAndMistypedFields) {
                          Json{{"from", "Nowhere"}, {"to", "Planning"}, {"event", "StepDone"}});
   ASSERT_FALSE(e4);
   EXPECT_NE(e4.error().find("Nowhere"), std::string::npos) << e4.error();
+}
+
+TEST(Fold, AnAwaitedApprovalIsClearedByThePhaseChangeItHeld) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid-1", 3});
+  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(events::ApprovalAwaited{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy,
+                                "manual"});
+  auto waiting = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(waiting) << waiting.error().message;
+  EXPECT_EQ(waiting->awaiting,
+            (AwaitedApproval{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy}));
+  b.add(events::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", ""});
+  b.add(events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy});
+  auto moved = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(moved) << moved.error().message;
+  EXPECT_FALSE(moved->awaiting);
+}
+
+TEST(Fold, RefusesAnApprovalNothingAwaitedAndAWaitTheMachineDoesNotAllow) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid-1", 3});
+  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  JournalBuilder accepted = b;
+  accepted.add(events::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", ""});
+  auto e1 = fold(accepted.records(), PhaseMachine::rules());
+  ASSERT_FALSE(e1);
+  EXPECT_NE(e1.error().message.find("no transition from it awaited approval"), std::string::npos)
+      << e1.error().message;
+  // A refused one is only history: it folds anywhere.
+  JournalBuilder refused = b;
+  refused.add(events::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", "stale"});
+  EXPECT_TRUE(fold(refused.records(), PhaseMachine::rules()));
+  JournalBuilder skipping = b;
+  skipping.add(
+      events::ApprovalAwaited{Phase::Planning, Phase::Restoring, PhaseEvent::StepDone, "manual"});
+  auto e2 = fold(skipping.records(), PhaseMachine::rules());
+  ASSERT_FALSE(e2);
+  EXPECT_NE(e2.error().message.find("does not allow or never holds"), std::string::npos)
+      << e2.error().message;
 }
 
 TEST(Fold, CopyPathJournalFoldsToCompletedWithEveryClaimsProgress) {

@@ -71,6 +71,7 @@ TEST(Kubeconfig, LoadsTheCurrentContextWithInlineData) {
   EXPECT_EQ(config->client_cert_pem, "DEV CERT PEM");
   EXPECT_EQ(config->client_key_pem, "DEV KEY PEM");
   EXPECT_EQ(config->ns, "databases");
+  EXPECT_EQ(config->user, "dev-user");  // who `stsresize advance` says approved
   EXPECT_TRUE(config->token.empty());
   EXPECT_FALSE(config->insecure_skip_tls_verify);
   EXPECT_NE(config->source.find(path.string()), std::string::npos) << config->source;
@@ -87,6 +88,7 @@ TEST(Kubeconfig, LoadsANamedContextWithFilesRelativeToTheKubeconfig) {
   EXPECT_EQ(config->token, "prod-token");
   EXPECT_TRUE(config->client_cert_pem.empty());
   EXPECT_EQ(config->ns, "default");
+  EXPECT_EQ(config->user, "prod-user");
 }
 
 TEST(Kubeconfig, NamesTheKeyAndFileOfAMissingReference) {

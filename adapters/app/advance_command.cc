@@ -1,0 +1,282 @@
+#include "adapters/app/advance_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <memory>
+#include <random>
+
+#include "adapters/app/exit_codes.h"
+#include "adapters/clock/system_clock.h"
+#include "adapters/kube/config.h"
+#include "adapters/kube/http_kubernetes.h"
+#include "engine/advance_request.h"
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/timestamp.h"
+
+namespace stsresize::cli {
+
+namespace {
+
+constexpr std::string_view kSummary =
+    "Approve the next transition of a resize held by stsresize.dev/mode (manual or step)";
+
+constexpr std::string_view kFooter =
+    "A StatefulSet annotated stsresize.dev/mode=manual has every transition of its resize\n"
+    "wait for a person; with stsresize.dev/mode=step only the transition into Recreating\n"
+    "(which deletes the source claims, once their backups are verified) waits. A waiting\n"
+    "operation shows the transition in the annotation stsresize.dev/awaiting-approval and in\n"
+    "an Event AwaitingApproval. Transitions caused by an error (to ScalingBack or Failed)\n"
+    "never wait: they protect the data.\n"
+    "\n"
+    "`advance --approve` writes the annotation stsresize.dev/advance (action, phase, operation\n"
+    "id, who, when, a nonce) with the resourceVersion it read; the controller consumes it on\n"
+    "its next watch event, journals it as an OperatorAction with your identity, removes it and\n"
+    "continues. An approval naming another phase or operation than the one waiting is refused\n"
+    "by the controller (Warning AdvanceRefused). Identity: the kubeconfig context's user, or\n"
+    "--as.\n"
+    "\n"
+    "Examples:\n"
+    "  kubectl annotate sts web stsresize.dev/mode=manual\n"
+    "  stsresize advance shop/web --approve --dry-run\n"
+    "  stsresize advance shop/web --approve --as alice\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  approval written (--dry-run: would be written)\n"
+    "  2  bad flags or arguments, unusable credentials\n"
+    "  4  the API server could not be reached, or refused or failed the request\n"
+    "  5  refused: nothing waits, another approval is pending, or the state is unreadable;\n"
+    "     the message says why and what to run instead";
+
+struct Target {
+  std::string ns;
+  std::string name;
+};
+
+std::expected<Target, std::string> parse_target(const std::string& text,
+                                                const std::string& default_namespace) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) {
+    if (text.empty()) return std::unexpected("the StatefulSet is missing");
+    return Target{default_namespace, text};
+  }
+  Target target{text.substr(0, slash), text.substr(slash + 1)};
+  if (target.ns.empty() || target.name.empty() || target.name.find('/') != std::string::npos) {
+    return std::unexpected("\"" + text + "\" is not NAMESPACE/NAME");
+  }
+  return target;
+}
+
+std::string transition_of(const AwaitedApproval& awaited) {
+  return std::string{to_string(awaited.from)} + " -> " + std::string{to_string(awaited.to)};
+}
+
+std::string random_nonce() {
+  std::random_device random;
+  std::uniform_int_distribution<int> digit(0, 15);
+  std::string nonce;
+  for (int i = 0; i < 16; ++i) nonce += "0123456789abcdef"[digit(random)];
+  return nonce;
+}
+
+std::expected<KubeConfig, std::string> load_credentials(const AdvanceOptions& options) {
+  const char* kubeconfig_env = std::getenv("KUBECONFIG");
+  const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  if (options.kubeconfig.empty() && (kubeconfig_env == nullptr || *kubeconfig_env == '\0') &&
+      in_cluster) {
+    if (!options.context.empty()) {
+      return std::unexpected("--context needs a kubeconfig (--kubeconfig or $KUBECONFIG)");
+    }
+    return load_in_cluster(InClusterEnvironment::from_process());
+  }
+  auto path = kubeconfig_path(options.kubeconfig, kubeconfig_env, std::getenv("HOME"));
+  if (!path) return std::unexpected(path.error());
+  return load_kubeconfig(*path, options.context);
+}
+
+}  // namespace
+
+CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
+  CLI::App* advance = app.add_subcommand("advance", std::string{kSummary});
+  advance->footer(std::string{kFooter});
+  advance
+      ->add_option("statefulset", options.target,
+                   "NAMESPACE/NAME of the StatefulSet (NAME alone: the context's namespace)")
+      ->required();
+  advance->add_flag("--approve", options.approve,
+                    "Let the transition that waits for approval happen");
+  advance->add_flag("--dry-run", options.dry_run,
+                    "Check and show what would be written, write nothing");
+  advance->add_option("--as", options.as,
+                      "Operator name recorded in the journal (default: the kubeconfig user)");
+  advance->add_option("--kubeconfig", options.kubeconfig,
+                      "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  advance->add_option("--context", options.context,
+                      "Kubeconfig context (default: current-context)");
+  return advance;
+}
+
+int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.approve) {
+    err << "stsresize advance: say what to do: --approve continues the transition that waits "
+           "for approval (see `stsresize advance --help`)\n";
+    return kExitUsage;
+  }
+  auto config = load_credentials(options);
+  if (!config) {
+    err << "stsresize advance: credentials: " << config.error() << "\n";
+    return kExitUsage;
+  }
+  auto kube = HttpKubernetes::create(*config, {});
+  if (!kube) {
+    err << "stsresize advance: credentials: " << kube.error() << "\n";
+    return kExitUsage;
+  }
+  SystemClock clock;
+  AdvanceCaller caller{config->user, config->ns, clock.now(), random_nonce()};
+  return run_advance(**kube, options, caller, out, err);
+}
+
+int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCaller& caller,
+                std::ostream& out, std::ostream& err) {
+  if (!options.approve) {
+    err << "stsresize advance: say what to do: --approve continues the transition that waits "
+           "for approval (see `stsresize advance --help`)\n";
+    return kExitUsage;
+  }
+  auto target = parse_target(options.target, caller.default_namespace);
+  if (!target) {
+    err << "stsresize advance: " << target.error() << " (example: stsresize advance shop/web "
+        << "--approve)\n";
+    return kExitUsage;
+  }
+  const std::string who = options.as.empty() ? caller.identity : options.as;
+  if (who.empty()) {
+    err << "stsresize advance: the kubeconfig context names no user, so the approval could not "
+           "say who gave it; pass --as NAME\n";
+    return kExitUsage;
+  }
+  const ObjectRef ref{Kind::StatefulSet, target->ns, target->name};
+  const std::string sts = target->ns + "/" + target->name;
+  const std::string approve = approve_command(target->ns, target->name);
+  auto refuse = [&](const std::string& prefix, const std::string& why) {
+    err << "stsresize advance: refused: " << prefix << why << "\n";
+    return kExitRefused;
+  };
+
+  std::string changed;  // set after a 409: the next refusal explains it
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto object = kube.get(ref);
+    if (!object) {
+      if (object.error().code == KubeErrorCode::NotFound) {
+        return refuse(changed, "StatefulSet " + sts +
+                                   " does not exist (kubectl get sts -A lists them; the "
+                                   "argument is NAMESPACE/NAME)");
+      }
+      err << "stsresize advance: reading StatefulSet " << sts << ": "
+          << to_string(object.error().code) << ": " << object.error().message << "\n";
+      return kExitClusterUnreachable;
+    }
+    auto operation = read_operation(*object);
+    if (!operation) {
+      return refuse(changed, operation.error() +
+                                 "; the controller takes no action on it either (Warning "
+                                 "InvalidState): correct or remove that annotation first");
+    }
+    if (!operation->has_value()) {
+      return refuse(changed,
+                    sts +
+                        " has no resize in progress, so nothing waits for approval. Start one "
+                        "(e.g. kubectl -n " +
+                        target->ns + " annotate sts " + target->name +
+                        " 'stsresize.dev/resize={\"data\":{\"storage\":\"2Gi\"}}'); with " +
+                        std::string{kModeAnnotation} +
+                        "=manual each of its transitions then "
+                        "waits for `" +
+                        approve + "`");
+    }
+    const Operation& op = **operation;
+    if (is_terminal(op.phase)) {
+      return refuse(changed, "operation " + op.id + " on " + sts + " ended in phase " +
+                                 std::string{to_string(op.phase)} +
+                                 (op.failure.empty() ? "" : " (" + op.failure + ")") +
+                                 "; nothing waits for approval. `stsresize replay --journal "
+                                 "JOURNAL --operation " +
+                                 op.id + "` shows its history; `kubectl -n " + target->ns +
+                                 " label sts " + target->name + " " + std::string{kFailedLabel} +
+                                 "-` lets it be resized again");
+    }
+    const ModeSetting mode = approval_mode_of(*object);
+    if (!op.awaiting) {
+      return refuse(changed, "operation " + op.id + " is in phase " +
+                                 std::string{to_string(op.phase)} + " and waits for no approval (" +
+                                 std::string{kModeAnnotation} + ": " +
+                                 std::string{to_string(mode.mode)} +
+                                 "). Run it again when the StatefulSet shows " +
+                                 std::string{kAwaitingApprovalAnnotation} + " (kubectl -n " +
+                                 target->ns + " get sts " + target->name + " -L " +
+                                 std::string{kAwaitingApprovalAnnotation} + " -w)");
+    }
+    const std::string transition = transition_of(*op.awaiting);
+    std::string replacing;
+    if (auto pending_text = advance_request_of(*object)) {
+      auto pending = decode_advance_request(*pending_text);
+      if (pending && approval_mismatch(*pending, op).empty()) {
+        return refuse(changed,
+                      "the approval of " + transition + " for operation " + op.id +
+                          " was already given by " + pending->by + " at " + pending->at +
+                          " and the controller has not taken it yet: is `stsresize "
+                          "run` running? (kubectl -n " +
+                          target->ns +
+                          " get events --field-selector involvedObject.name=" + target->name + ")");
+      }
+      replacing = " (replaces a stale " + std::string{kAdvanceAnnotation} +
+                  " that the controller would refuse: " +
+                  (pending ? approval_mismatch(*pending, op) : pending.error()) + ")";
+    }
+    const AdvanceRequest request{"approve",   op.phase, op.id, who, format_timestamp(caller.now),
+                                 caller.nonce};
+    const std::string text = encode_advance_request(request);
+    if (options.dry_run) {
+      out << "dry run: would approve " << transition << " of operation " << op.id << " on " << sts
+          << " as " << who << replacing << "\n"
+          << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+          << "the controller would then journal OperatorAction, remove the annotation and move "
+             "to "
+          << to_string(op.awaiting->to) << "\n";
+      return kExitOk;
+    }
+    Json updated = *object;
+    if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
+      err << "stsresize advance: " << set.error() << "\n";
+      return kExitClusterUnreachable;
+    }
+    auto written = kube.update(Kind::StatefulSet, updated);
+    if (!written && written.error().code == KubeErrorCode::Conflict) {
+      // Someone wrote the StatefulSet since it was read (often its controller, updating
+      // status): read it again and decide again on what it says now.
+      changed =
+          "the StatefulSet changed while the approval was being written (409 Conflict), "
+          "and now: ";
+      continue;
+    }
+    if (!written) {
+      err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
+          << to_string(written.error().code) << ": " << written.error().message << "\n";
+      return kExitClusterUnreachable;
+    }
+    out << "approved " << transition << " of operation " << op.id << " on " << sts << " as " << who
+        << replacing << "\n"
+        << "the controller continues on its next watch event: kubectl -n " << target->ns
+        << " get sts " << target->name << " -L stsresize.dev/phase -L "
+        << kAwaitingApprovalAnnotation << " -w\n";
+    return kExitOk;
+  }
+  err << "stsresize advance: the StatefulSet " << sts
+      << " kept changing while the approval was being written (409 Conflict five times); "
+         "nothing was written: run `"
+      << approve << "` again\n";
+  return kExitClusterUnreachable;
+}
+
+}  // namespace stsresize::cli

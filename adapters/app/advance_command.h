@@ -1,0 +1,47 @@
+#pragma once
+// `stsresize advance NS/STS --approve`: lets an operation held by stsresize.dev/mode (manual or
+// step) take its next transition. It talks to the controller only through the StatefulSet:
+// it writes the stsresize.dev/advance annotation (engine/advance_request.h) with the
+// resourceVersion it read, and the controller consumes it on the next watch event, journals
+// it as an OperatorAction with the caller's identity and moves on. Exit codes
+// (adapters/app/exit_codes.h): 0 written (or, --dry-run, would be), 2 usage error or unusable
+// credentials, 4 the API server could not be reached or failed the request, 5 refused (the
+// message says why and what to run instead).
+#include <ostream>
+#include <string>
+
+#include "engine/ports/kubernetes.h"
+#include "engine/time.h"
+
+namespace CLI {
+class App;
+}
+
+namespace stsresize::cli {
+
+struct AdvanceOptions {
+  std::string target{};  // "ns/name", or "name" in the kubeconfig context's namespace
+  bool approve = false;
+  bool dry_run = false;
+  std::string as{};  // the operator recorded; default: the kubeconfig user
+  std::string kubeconfig{};
+  std::string context{};
+};
+
+CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options);
+
+// With credentials from the options (kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config).
+int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& err);
+
+// What the command needs from outside the cluster: who, when, a nonce, and the namespace for a
+// target without one. Tests pass fixed values.
+struct AdvanceCaller {
+  std::string identity;  // the kubeconfig user (options.as overrides it)
+  std::string default_namespace = "default";
+  TimePoint now;
+  std::string nonce;
+};
+int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCaller& caller,
+                std::ostream& out, std::ostream& err);
+
+}  // namespace stsresize::cli

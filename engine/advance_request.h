@@ -1,0 +1,66 @@
+#pragma once
+// Operating a resize by hand. Two annotations on the StatefulSet:
+//
+//   stsresize.dev/mode     written by the user: "auto" (default, absent), "manual" (every
+//                          transition after the start waits for approval) or "step" (only the
+//                          transition into Recreating, which deletes the source claims, waits)
+//   stsresize.dev/advance  written by `stsresize advance` (optimistic, with the StatefulSet's
+//                          resourceVersion) and removed by the engine when it consumes it:
+//                          {"action":"approve","phase":"BackingUp","operation":"<id>",
+//                           "by":"alice","at":"2027-...Z","nonce":"<random hex>"}
+//
+// A transition that waits is recorded in the operation (Operation::awaiting, journaled as
+// ApprovalAwaited) and shown in stsresize.dev/awaiting-approval ("BackingUp -> Recreating").
+// Error transitions (CriticalError, ScaleBackDone) never wait: they protect the data.
+// Pure: no I/O here.
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/json.h"
+#include "engine/operation.h"
+
+namespace stsresize {
+
+inline constexpr std::string_view kModeAnnotation = "stsresize.dev/mode";
+inline constexpr std::string_view kAdvanceAnnotation = "stsresize.dev/advance";
+inline constexpr std::string_view kAwaitingApprovalAnnotation = "stsresize.dev/awaiting-approval";
+
+enum class ApprovalMode { Auto, Manual, Step };
+std::string_view to_string(ApprovalMode mode);
+
+struct ModeSetting {
+  ApprovalMode mode = ApprovalMode::Auto;
+  // Set when the annotation holds something else than auto|manual|step: the mode is then
+  // Manual (waiting is the safe reading of a typo), and this says why.
+  std::string invalid;
+};
+ModeSetting approval_mode_of(const Json& statefulset);
+
+// Whether `mode` holds the transition from -> to on `event` for approval.
+bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event);
+
+struct AdvanceRequest {
+  std::string action;  // "approve"
+  Phase phase = Phase::Pending;
+  std::string operation;
+  std::string by;
+  std::string at;
+  std::string nonce;
+  friend bool operator==(const AdvanceRequest&, const AdvanceRequest&) = default;
+};
+std::string encode_advance_request(const AdvanceRequest& request);
+// Strict: every field present, a string, non-empty; a known phase; no other key.
+std::expected<AdvanceRequest, std::string> decode_advance_request(std::string_view text);
+// The annotation's text; nullopt when the StatefulSet has none.
+std::optional<std::string> advance_request_of(const Json& statefulset);
+
+// Why `request` cannot approve what `op` awaits (empty: it can). A request whose phase or
+// operation is not the waiting one is refused rather than applied to something else.
+std::string approval_mismatch(const AdvanceRequest& request, const Operation& op);
+
+// The command a person runs to approve: "stsresize advance <ns>/<name> --approve".
+std::string approve_command(std::string_view ns, std::string_view name);
+
+}  // namespace stsresize

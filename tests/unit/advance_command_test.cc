@@ -1,0 +1,133 @@
+// `stsresize advance`: its help, what --dry-run prints, and every refusal's wording (golden
+// files), on a FakeKubernetes holding a StatefulSet in the state each case needs.
+#include "adapters/app/advance_command.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "adapters/app/cli.h"
+#include "adapters/app/exit_codes.h"
+#include "adapters/clock/manual_clock.h"
+#include "adapters/fake/fake_kubernetes.h"
+#include "engine/advance_request.h"
+#include "engine/annotations.h"
+#include "engine/timestamp.h"
+#include "tests/support/golden.h"
+
+namespace stsresize::cli {
+namespace {
+
+using stsresize::testing_support::expect_matches_golden;
+
+class AdvanceCommand : public ::testing::Test {
+ protected:
+  ManualClock clock{*parse_timestamp("2027-01-15T08:00:00Z")};
+  FakeKubernetes kube{clock};
+  const ObjectRef web{Kind::StatefulSet, "shop", "web"};
+
+  void SetUp() override {
+    Json sts{
+        {"apiVersion", "apps/v1"},
+        {"kind", "StatefulSet"},
+        {"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+        {"spec",
+         {{"replicas", 3},
+          {"serviceName", "web"},
+          {"selector", {{"matchLabels", {{"app", "web"}}}}},
+          {"template",
+           {{"metadata", {{"labels", {{"app", "web"}}}}},
+            {"spec", {{"containers", Json::array({{{"name", "app"}, {"image", "nginx"}}})}}}}}}}};
+    ASSERT_TRUE(kube.system().create(Kind::StatefulSet, sts));
+  }
+
+  // Puts an operation in `phase` on the StatefulSet, waiting to go to `to` unless nullopt.
+  void put_operation(Phase phase, std::optional<Phase> to, const std::string& mode = "manual") {
+    kube.mutate_raw(web, [&](Json& live) {
+      Operation op;
+      op.id = "web-0123abcd";
+      op.ns = "shop";
+      op.statefulset = "web";
+      op.sts_uid = live["metadata"]["uid"].get<std::string>();
+      op.phase = phase;
+      op.path = Path::Copy;
+      op.original_replicas = 3;
+      if (phase == Phase::Failed) op.failure = "copy Job data-web-0-stsresize-backup failed";
+      if (to) op.awaiting = AwaitedApproval{phase, *to, PhaseEvent::StepDone};
+      live = with_operation(live, op);
+      live["metadata"]["annotations"][std::string{kModeAnnotation}] = mode;
+    });
+  }
+
+  std::pair<int, std::string> advance(AdvanceOptions options) {
+    std::ostringstream out, err;
+    const AdvanceCaller caller{"kubernetes-admin", "shop", clock.now(), "0123456789abcdef"};
+    const int code = run_advance(kube, options, caller, out, err);
+    return {code, out.str() + err.str()};
+  }
+};
+
+TEST_F(AdvanceCommand, HelpExplainsModesIdentityAndExitCodes) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_cli({"advance", "--help"}, out, err), kExitOk);
+  expect_matches_golden("advance_help.txt", out.str());
+}
+
+TEST_F(AdvanceCommand, DryRunShowsTheApprovalItWouldWrite) {
+  put_operation(Phase::BackingUp, Phase::Recreating, "step");
+  const int before = kube.mutations();
+  auto [code, output] = advance({.target = "shop/web", .approve = true, .dry_run = true});
+  EXPECT_EQ(code, kExitOk);
+  EXPECT_EQ(kube.mutations(), before);
+  expect_matches_golden("advance_dry_run.txt", output);
+}
+
+TEST_F(AdvanceCommand, ApprovalIsWrittenWithTheCallerAndTheWaitingPhase) {
+  put_operation(Phase::BackingUp, Phase::Recreating, "step");
+  // NAME alone: the kubeconfig context's namespace.
+  auto [code, output] = advance({.target = "web", .approve = true});
+  ASSERT_EQ(code, kExitOk) << output;
+  auto text = kube.get_raw(web).value()["metadata"]["annotations"]["stsresize.dev/advance"];
+  auto request = decode_advance_request(text.get<std::string>());
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(*request,
+            (AdvanceRequest{"approve", Phase::BackingUp, "web-0123abcd", "kubernetes-admin",
+                            "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
+}
+
+TEST_F(AdvanceCommand, EveryRefusalSaysWhyAndWhatToRun) {
+  std::string transcript;
+  auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {
+    auto [code, output] = advance(options);
+    EXPECT_EQ(code, expected_code) << title << ": " << output;
+    transcript += "## " + title + " (exit " + std::to_string(code) + ")\n" + output;
+  };
+  record("no action", {.target = "shop/web"}, kExitUsage);
+  record("not NAMESPACE/NAME", {.target = "shop/web/x", .approve = true}, kExitUsage);
+  record("no such StatefulSet", {.target = "shop/nope", .approve = true}, kExitRefused);
+  record("no operation", {.target = "shop/web", .approve = true}, kExitRefused);
+  put_operation(Phase::ScalingDown, std::nullopt, "auto");
+  record("nothing waits", {.target = "shop/web", .approve = true}, kExitRefused);
+  put_operation(Phase::Failed, std::nullopt);
+  record("failed", {.target = "shop/web", .approve = true}, kExitRefused);
+  put_operation(Phase::BackingUp, Phase::Recreating);
+  record("first approval", {.target = "shop/web", .approve = true, .as = "alice"}, kExitOk);
+  record("already approved", {.target = "shop/web", .approve = true}, kExitRefused);
+  kube.mutate_raw(web, [](Json& live) {
+    live["metadata"]["annotations"]["stsresize.dev/state"] = "{not json";
+  });
+  record("unreadable state", {.target = "shop/web", .approve = true}, kExitRefused);
+  expect_matches_golden("advance_refusals.txt", transcript);
+}
+
+TEST_F(AdvanceCommand, WithoutAUserOrAsItCannotSign) {
+  put_operation(Phase::BackingUp, Phase::Recreating);
+  std::ostringstream out, err;
+  const AdvanceCaller anonymous{"", "shop", clock.now(), "n"};
+  EXPECT_EQ(run_advance(kube, {.target = "shop/web", .approve = true}, anonymous, out, err),
+            kExitUsage);
+  EXPECT_NE(err.str().find("pass --as NAME"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace stsresize::cli
