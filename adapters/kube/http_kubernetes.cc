@@ -59,19 +59,31 @@ BioPtr memory_bio(const std::string& pem) {
   return BioPtr{BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()))};
 }
 
-std::expected<StorePtr, std::string> ca_store_from_pem(const std::string& pem) {
+using Certificates = std::vector<X509Ptr>;
+
+// Every certificate of a PEM bundle; an error when there is none or one does not parse.
+std::expected<Certificates, std::string> certificates_from_pem(const std::string& pem) {
   BioPtr bio = memory_bio(pem);
-  StorePtr store{X509_STORE_new()};
-  if (!bio || !store) return std::unexpected("CA: " + openssl_error());
-  int added = 0;
+  if (!bio) return std::unexpected("CA: " + openssl_error());
+  Certificates certificates;
   while (X509Ptr cert{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
-    if (X509_STORE_add_cert(store.get(), cert.get()) != 1) {
-      return std::unexpected("CA: " + openssl_error());
-    }
-    ++added;
+    certificates.push_back(std::move(cert));
   }
   ERR_clear_error();  // reading past the last certificate queues a "no start line" error
-  if (added == 0) return std::unexpected(std::string{"CA: no PEM certificate found"});
+  if (certificates.empty()) return std::unexpected(std::string{"CA: no PEM certificate found"});
+  return certificates;
+}
+
+// A store of its own for one client. Clients must not share one: httplib adds a lookup to the
+// store on a client's first connection (SSL_CTX_load_verify_locations), which OpenSSL does not
+// lock, so the informers' first requests, made at the same instant, corrupted a shared store
+// (a controller died of SIGSEGV when the store was freed at shutdown).
+StorePtr store_of(const Certificates& certificates) {
+  StorePtr store{X509_STORE_new()};
+  if (!store) return nullptr;
+  for (const X509Ptr& cert : certificates) {
+    if (X509_STORE_add_cert(store.get(), cert.get()) != 1) return nullptr;
+  }
   return store;
 }
 
@@ -414,7 +426,7 @@ KubeError error_from_response(int status, std::string_view body, std::string_vie
 
 class HttpKubernetes::Connections {
  public:
-  Connections(ServerAddress address, HttpKubernetesOptions options, StorePtr ca, X509Ptr cert,
+  Connections(ServerAddress address, HttpKubernetesOptions options, Certificates ca, X509Ptr cert,
               KeyPtr key, bool verify)
       : address_(std::move(address)),
         options_(std::move(options)),
@@ -479,9 +491,10 @@ class HttpKubernetes::Connections {
                        : std::make_unique<httplib::SSLClient>(address_.host, address_.port);
       if (!tls->is_valid()) return nullptr;
       tls->enable_server_certificate_verification(verify_);
-      if (verify_ && ca_) {
-        X509_STORE_up_ref(ca_.get());  // set_ca_cert_store takes ownership of one reference
-        tls->set_ca_cert_store(ca_.get());
+      if (verify_ && !ca_.empty()) {
+        StorePtr store = store_of(ca_);
+        if (!store) return nullptr;
+        tls->set_ca_cert_store(store.release());  // takes ownership
         tls->set_ca_cert_path("", kNoExtraRoots);
       }
       client = std::move(tls);
@@ -502,7 +515,7 @@ class HttpKubernetes::Connections {
 
   const ServerAddress address_;
   const HttpKubernetesOptions options_;
-  const StorePtr ca_;
+  const Certificates ca_;  // the kubeconfig's CA; each client gets a store of its own
   const X509Ptr cert_;
   const KeyPtr key_;
   const bool verify_;
@@ -517,14 +530,14 @@ std::expected<std::unique_ptr<HttpKubernetes>, std::string> HttpKubernetes::crea
   auto address = parse_server_url(config.server);
   if (!address) return std::unexpected(where + ": " + address.error());
 
-  StorePtr ca;
+  Certificates ca;
   X509Ptr cert;
   KeyPtr key;
   if (address->tls) {
     if (!config.ca_pem.empty() && !config.insecure_skip_tls_verify) {
-      auto store = ca_store_from_pem(config.ca_pem);
-      if (!store) return std::unexpected(where + ": " + store.error());
-      ca = std::move(*store);
+      auto certificates = certificates_from_pem(config.ca_pem);
+      if (!certificates) return std::unexpected(where + ": " + certificates.error());
+      ca = std::move(*certificates);
     }
     if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
       return std::unexpected(where + ": a client certificate needs both certificate and key");

@@ -3,6 +3,11 @@
 // and resume() lets the same client object reconnect.
 #include "tests/cluster/adapter/tcp_proxy.h"
 
+#include <atomic>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
 #include "tests/cluster/adapter/cluster_support.h"
 
 namespace stsresize::cluster_test {
@@ -87,6 +92,47 @@ TEST_F(TcpProxyOnCluster, TlsThroughTheProxyIsStillVerifiedAgainstTheClustersCa)
   ASSERT_NE(kube, nullptr);
   auto refused = kube->list(Kind::ConfigMap, ns());
   EXPECT_CODE(refused, KubeErrorCode::Unreachable);
+}
+
+// Each client verifies with a store of its own built from the kubeconfig's CA; a PEM that
+// parses but did not sign the server's certificate must still fail the handshake.
+TEST_F(TcpProxyOnCluster, ACertificateThatIsNotTheServersCaIsRefused) {
+  if (admin_config_.client_cert_pem.empty())
+    GTEST_SKIP() << "the admin kubeconfig has no client certificate";
+  KubeConfig other_ca = admin_config_;
+  other_ca.ca_pem = admin_config_.client_cert_pem;  // signed by the cluster CA, but not a CA
+  auto kube = connect(other_ca);
+  ASSERT_NE(kube, nullptr);
+  auto refused = kube->list(Kind::ConfigMap, ns());
+  EXPECT_CODE(refused, KubeErrorCode::Unreachable);
+}
+
+// The informers' first requests happen at the same instant; each client must set up its TLS
+// verification without touching another's (OpenSSL does not lock a store being configured).
+TEST_F(TcpProxyOnCluster, ManyFirstRequestsAtOnceAllVerifyAgainstTheCa) {
+  auto kube = connect(admin_config_);
+  ASSERT_NE(kube, nullptr);
+  constexpr int kThreads = 8;
+  std::atomic<bool> go{false};
+  std::atomic<int> succeeded{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      while (!go) std::this_thread::yield();
+      ListOptions options;
+      options.limit = 1;
+      // A watch gets a dedicated client (a fresh TLS context) every time.
+      std::stop_source stop;
+      WatchOptions watch;
+      watch.timeout = std::chrono::seconds{1};
+      auto watched = kube->watch(Kind::ConfigMap, ns(), watch, stop.get_token(),
+                                 [](const WatchEvent&) { return false; });
+      if (watched && kube->list(Kind::ConfigMap, ns(), options)) ++succeeded;
+    });
+  }
+  go = true;
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(succeeded.load(), kThreads);
 }
 
 }  // namespace
