@@ -110,26 +110,10 @@ deploy_wait_event() {
   done
 }
 
-# deploy_assert_resized NAME N SIZE: e2e_assert_resized's checks, where the installation's own
-# ConfigMap (stsresize-config-<hash>, in the namespace-scoped mode) is not a leftover.
+# deploy_assert_resized NAME N SIZE: e2e_assert_resized, where the installation's own ConfigMap
+# (stsresize-config-<hash>, in the namespace-scoped mode) is not a leftover.
 deploy_assert_resized() {
-  local name=$1 replicas=$2 size=$3 i claim leftovers
-  for ((i = 0; i < replicas; i++)); do
-    claim=data-$name-$i
-    [[ $(jp "pvc/$claim" '{.spec.resources.requests.storage}') == "$size" ]] || fail "pvc/$claim does not ask for $size"
-    [[ $(jp "pvc/$claim" '{.status.phase}') == Bound ]] || fail "pvc/$claim is not Bound"
-  done
-  e2e_assert_data_intact "$name" "$replicas"
-  ok "every claim $size and Bound; every file's sha256 unchanged"
-  k rollout status "statefulset/$name" --timeout=120s >/dev/null || fail "statefulset/$name is not ready again"
-  [[ $(jp "statefulset/$name" '{.status.readyReplicas}') == "$replicas" ]] || fail "readyReplicas is not $replicas"
-  [[ $(jp "statefulset/$name" '{.spec.volumeClaimTemplates[0].spec.resources.requests.storage}') == "$size" ]] ||
-    fail "the template does not ask for $size"
-  [[ -z $(jp "statefulset/$name" '{.metadata.annotations.stsresize\.dev/resize}') ]] ||
-    fail "the request annotation is still there"
-  leftovers=$(k get pvc,jobs,configmaps -o name | grep -E 'stsresize' | grep -v '^configmap/stsresize-config-' || true)
-  [[ -z $leftovers ]] || fail "left behind: $leftovers"
-  ok "$replicas/$replicas Ready, templates $size, request cleared, nothing left behind"
+  e2e_assert_resized "$1" "$2" "$3" '^configmap/stsresize-config-'
 }
 
 deploy_pod_visible_binary() {

@@ -17,8 +17,11 @@
 #   e2e_wait_completed NAME SECS     waits until the operation is over (no phase annotation and
 #                                    last-operation says Completed); the phases seen, in order, in
 #                                    $phases; fails early if every controller has exited
-#   e2e_assert_resized NAME N SIZE   every claim SIZE and Bound, every file's sha256 as before, N/N
+#   e2e_assert_resized NAME N SIZE [NOT_LEFTOVER]
+#                                    every claim SIZE and Bound, every file's sha256 as before, N/N
 #                                    Ready, templates SIZE, request cleared, nothing left behind
+#                                    (NOT_LEFTOVER: a regex of `kubectl get -o name` lines that are
+#                                    not leftovers, e.g. an installation's own ConfigMap)
 #   e2e_assert_data_intact NAME N    every file's sha256 as before (claims of any size)
 #   e2e_assert_transition_events NAME JOURNAL
 #                                    an Event on the StatefulSet for every phase change journaled
@@ -142,7 +145,7 @@ e2e_assert_data_intact() {
 }
 
 e2e_assert_resized() {
-  local name=$1 replicas=$2 size=$3 i claim leftovers
+  local name=$1 replicas=$2 size=$3 not_leftover=${4:-'^$'} i claim leftovers
   for ((i = 0; i < replicas; i++)); do
     claim=data-$name-$i
     [[ $(jp "pvc/$claim" '{.spec.resources.requests.storage}') == "$size" ]] || fail "pvc/$claim does not ask for $size"
@@ -156,7 +159,7 @@ e2e_assert_resized() {
     fail "the template does not ask for $size"
   [[ -z $(jp "statefulset/$name" '{.metadata.annotations.stsresize\.dev/resize}') ]] ||
     fail "the request annotation is still there"
-  leftovers=$(k get pvc,jobs,configmaps -o name | grep -E 'stsresize' || true)
+  leftovers=$(k get pvc,jobs,configmaps -o name | grep -E 'stsresize' | grep -vE "$not_leftover" || true)
   [[ -z $leftovers ]] || fail "left behind: $leftovers"
   ok "$replicas/$replicas Ready, templates $size, request cleared, nothing left behind"
 }
