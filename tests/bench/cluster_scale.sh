@@ -79,11 +79,13 @@ record "claims in the cluster (Pending)" "$pvc_count ($pending)"
 record "populate time (s)" "$populate_seconds"
 record "populate rate (objects/s)" "$rate"
 
+# A port below the kernel's ephemeral range (32768-60999), which no socket uses: one in that
+# range may be the local end of a connection even when nothing listens on it.
 free_port() {
   local port
   while :; do
-    port=$((33000 + RANDOM % 20000))
-    ss -Hltn "sport = :$port" | grep -q . || { echo "$port"; return; }
+    port=$((20000 + RANDOM % 12000))
+    ss -Htan "sport = :$port" | grep -q . || { echo "$port"; return; }
   done
 }
 # Sum of a Prometheus counter family (optionally only lines matching a filter) from a URL or a

@@ -99,11 +99,13 @@ add_data() {
     e2e_checksums "data-$name-$i" >"$work/before-$name-$i"
   done
 }
+# A port below the kernel's ephemeral range (32768-60999), which no socket uses: one in that
+# range may be the local end of a connection even when nothing listens on it.
 free_port() {
   local port
   while :; do
-    port=$((33000 + RANDOM % 20000))
-    ss -Hltn "sport = :$port" | grep -q . || { echo "$port"; return; }
+    port=$((20000 + RANDOM % 12000))
+    ss -Htan "sport = :$port" | grep -q . || { echo "$port"; return; }
   done
 }
 # start_controller LOG PORT [ARGS]: as e2e_start_controller, with /metrics on 127.0.0.1:PORT
