@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include "engine/advance_request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -285,6 +286,13 @@ std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Jso
     } else {
       row.kind = StatusKind::InProgress;
       row.message = op.warning;
+      if (op.awaiting) {
+        row.awaiting_approval = std::string{to_string(op.awaiting->from)} + " -> " +
+                                std::string{to_string(op.awaiting->to)};
+        const std::string waiting = "awaiting approval of " + row.awaiting_approval + ": run `" +
+                                    approve_command(row.ns, row.name) + "`";
+        row.message = row.message.empty() ? waiting : waiting + "; " + row.message;
+      }
     }
   } else if (!refusal.empty()) {
     row.kind = StatusKind::Refused;
@@ -422,6 +430,8 @@ Json status_item(const StatusRow& row, TimePoint now) {
        row.since ? Json(std::chrono::duration_cast<std::chrono::seconds>(now - *row.since).count())
                  : Json(nullptr)},
       {"message", row.message},
+      {"awaitingApproval",
+       row.awaiting_approval.empty() ? Json(nullptr) : Json(row.awaiting_approval)},
       {"trigger", row.trigger.empty() ? Json(nullptr) : Json(row.trigger)},
       {"originalReplicas", row.original_replicas ? Json(*row.original_replicas) : Json(nullptr)},
   };
@@ -583,7 +593,12 @@ void describe_operation(std::string& out, const StatusRow& row, TimePoint now) {
   }
   if (!op.failure.empty()) field(out, "Failure", op.failure);
   if (!op.warning.empty()) field(out, "Warning", op.warning);
-  if (!row.message.empty() && row.message != op.failure && row.message != op.warning) {
+  if (!row.awaiting_approval.empty()) {
+    field(out, "Awaiting approval",
+          row.awaiting_approval + " (run `" + approve_command(op.ns, op.statefulset) + "`)");
+  }
+  if (!row.message.empty() && row.message != op.failure && row.message != op.warning &&
+      row.awaiting_approval.empty()) {
     field(out, "Message", row.message);
   }
   if (op.phase == Phase::Failed) {

@@ -49,6 +49,9 @@ struct StatusRow {
   std::optional<int> claims_total;
   std::optional<TimePoint> since;  // the current phase's start; Completed: when it finished
   std::string message;             // failure, warning, refusal, a failing Job, a bad state
+  // "BackingUp -> Recreating" while that transition waits for `stsresize advance --approve`
+  // (stsresize.dev/mode manual or step); empty otherwise.
+  std::string awaiting_approval;
   // -o wide
   std::string trigger;  // "request" (stsresize.dev/resize) or "template" (templates grew)
   std::string target;   // "data:2Gi", "data:2Gi(fast)", several joined by ","

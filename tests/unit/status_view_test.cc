@@ -54,6 +54,10 @@ Cluster every_phase() {
     }
     cluster.statefulsets.push_back(statefulset_in(lower_name(phase), phase, in_phase, ns));
   }
+  // In manual mode, a transition that waits for `stsresize advance --approve`.
+  Operation awaiting = sample_operation("awaiting", Phase::BackingUp, 20s);
+  awaiting.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone};
+  cluster.statefulsets.push_back(with_operation(sample_statefulset("awaiting"), awaiting));
   cluster.statefulsets.push_back(refused_statefulset("refused"));
   cluster.statefulsets.push_back(invalid_statefulset("broken"));
   cluster.statefulsets.push_back(sample_statefulset("untouched"));
@@ -187,7 +191,7 @@ TEST(StatusView, StatusJson_IsTheStableMachineSchema) {
   expect_matches_golden("status_all.json", json);
 
   const Json document = Json::parse(json);
-  ASSERT_EQ(document.at("items").size(), 15u);  // 13 phases, refused, broken
+  ASSERT_EQ(document.at("items").size(), 16u);  // 13 phases, awaiting, refused, broken
   const Json& items = document.at("items");
   auto found = std::find_if(items.begin(), items.end(),
                             [](const Json& item) { return item.at("name") == "backingup"; });
@@ -266,6 +270,37 @@ TEST(StatusView, Describe_FailedSaysWhereTheDataIsAndHowToAllowResizesAgain) {
   EXPECT_NE(
       text.find("get pvc -l stsresize.dev/operation=web-5f0c2a91,stsresize.dev/purpose=backup"),
       std::string::npos);
+}
+
+TEST(StatusView, AwaitingApproval_TheTransitionAndTheCommandInEveryView) {
+  Operation op = sample_operation("web", Phase::ScalingDown, 20s);
+  op.awaiting = AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, PhaseEvent::StepDone};
+  op.warning = "2 of 3 pods still running";
+  auto row = status_row(with_operation(sample_statefulset("web"), op), {}, {});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->kind, StatusKind::InProgress);
+  EXPECT_EQ(row->awaiting_approval, "ScalingDown -> BackingUp");
+  EXPECT_EQ(row->message,
+            "awaiting approval of ScalingDown -> BackingUp: run `stsresize advance shop/web "
+            "--approve`; 2 of 3 pods still running");
+  EXPECT_EQ(status_document(std::vector{*row}, kStatusNow)["items"][0]["awaitingApproval"],
+            "ScalingDown -> BackingUp");
+
+  op.awaiting.reset();
+  auto moving = status_row(with_operation(sample_statefulset("web"), op), {}, {});
+  ASSERT_TRUE(moving);
+  EXPECT_EQ(moving->awaiting_approval, "");
+  EXPECT_EQ(moving->message, "2 of 3 pods still running");
+  EXPECT_TRUE(
+      status_document(std::vector{*moving}, kStatusNow)["items"][0]["awaitingApproval"].is_null());
+}
+
+TEST(StatusView, Describe_AwaitingApprovalSaysWhatToRun) {
+  DescribeInput input;
+  Operation op = sample_operation("web", Phase::BackingUp, 20s);
+  op.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone};
+  input.statefulset = with_operation(sample_statefulset("web"), op);
+  expect_matches_golden("describe_awaiting.txt", render_describe(input, kStatusNow));
 }
 
 TEST(StatusView, Describe_RefusedSaysHowToCorrectTheRequest) {
