@@ -105,7 +105,8 @@ std::vector<std::vector<const JournalRecord*>> streams_of(std::span<const Journa
 
 // Replays one operation's stream into `out`; false when it was inconsistent.
 bool replay_stream(const std::vector<const JournalRecord*>& stream, const TransitionRules& rules,
-                   const ReplayFilter& filter, ReplayStates states, Replay& out) {
+                   const ReplayFilter& filter, ReplayStates states, const OperationSummary* head,
+                   Replay& out) {
   const JournalRecord& first = *stream.front();
   OperationOutcome outcome;
   outcome.operation_id = first.operation_id;
@@ -139,6 +140,26 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
                                      std::move(state_before), keep ? folder.state() : std::nullopt,
                                      keep ? record->data : Json{}});
     }
+  }
+
+  // Records deleted from the end leave a stream that folds cleanly: only the journal's own
+  // head, written with every append, still counts them.
+  const JournalRecord& last = *stream.back();
+  if (!inconsistency && head != nullptr && head->last_sequence > last.sequence) {
+    JournalRecord missing{last.operation_id,
+                          last.sequence + 1,
+                          head->last_time,
+                          last.ns,
+                          last.statefulset,
+                          std::string{kMissingRecordType},
+                          Json()};
+    inconsistency = Inconsistency{
+        last.operation_id, last.sequence + 1, std::move(missing),
+        "the journal's head says this operation's last record is sequence " +
+            std::to_string(head->last_sequence) + ", but the stream ends at " +
+            std::to_string(last.sequence) + ": records " + std::to_string(last.sequence + 1) +
+            ".." + std::to_string(head->last_sequence) + " were deleted after they were written",
+        states == ReplayStates::Kept ? folder.state() : std::nullopt};
   }
 
   if (const auto& state = folder.state()) {
@@ -302,15 +323,20 @@ std::string timeline_details(const Event& event) {
 }
 
 Replay replay(std::span<const JournalRecord> records, const TransitionRules& rules,
-              const ReplayFilter& filter, ReplayStates states) {
+              const ReplayFilter& filter, ReplayStates states,
+              std::span<const OperationSummary> heads) {
   Replay out;
   for (const auto& stream : streams_of(records)) {
+    const auto head = std::find_if(heads.begin(), heads.end(), [&](const OperationSummary& h) {
+      return h.operation_id == stream.front()->operation_id;
+    });
     if (!selected(*stream.front(), filter)) continue;
     const bool shows_something =
         std::any_of(stream.begin(), stream.end(),
                     [&](const JournalRecord* r) { return in_window(*r, filter); });
     if (!shows_something) continue;
-    if (!replay_stream(stream, rules, filter, states, out)) break;
+    if (!replay_stream(stream, rules, filter, states, head == heads.end() ? nullptr : &*head, out))
+      break;
   }
   return out;
 }

@@ -93,12 +93,19 @@ struct Replay {
 // the operation per record, so only when asked).
 enum class ReplayStates { Omitted, Kept };
 
+// The type of the record an Inconsistency names when the record is missing: the stream ends
+// before the sequence its head (OperationSummary::last_sequence) says it reached.
+inline constexpr std::string_view kMissingRecordType = "(missing)";
+
 // Replays the records of one or several operations. Records of one operation must come in
 // sequence order (as the Journal returns them); several operations may be interleaved. Stops
 // at the first inconsistent record: the rows before it are kept, that record gets no row, and
-// the operations after it are not replayed.
+// the operations after it are not replayed. `heads` (Journal::operations(); empty for an
+// export, which has none) are where the journal says each stream ends: a stream that stops
+// short lost its last records, which nothing in the records themselves can show.
 Replay replay(std::span<const JournalRecord> records, const TransitionRules& rules,
-              const ReplayFilter& filter = {}, ReplayStates states = ReplayStates::Omitted);
+              const ReplayFilter& filter = {}, ReplayStates states = ReplayStates::Omitted,
+              std::span<const OperationSummary> heads = {});
 
 // The details text of one event (the DETAILS column).
 std::string timeline_details(const Event& event);

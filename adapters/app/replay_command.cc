@@ -30,7 +30,8 @@ constexpr std::string_view kFooter =
     "the resize state machine, and prints the timeline with one summary line per operation.\n"
     "Use it to see what the controller did and in which order, and to check that a journal is\n"
     "consistent: sequences without gaps, every phase change one the machine allows, progress\n"
-    "events in their phase, no claim deleted before its backup was verified.\n"
+    "events in their phase, no claim deleted before its backup was verified, and (in a journal,\n"
+    "not an export) each operation's records up to the last one the journal counted.\n"
     "\n"
     "Filters select operations (--operation, --namespace, --statefulset) and the records shown\n"
     "(--since inclusive, --until exclusive). An operation with a record in the window is checked\n"
@@ -128,6 +129,10 @@ std::string summary_line(const OperationOutcome& op, std::int64_t shown,
 }
 
 std::string inconsistency_message(const Inconsistency& bad) {
+  if (bad.record.type == kMissingRecordType) {
+    return "inconsistent journal: operation " + bad.operation_id + ", sequence " +
+           std::to_string(bad.sequence) + " is missing: " + bad.reason;
+  }
   return "inconsistent journal: operation " + bad.operation_id + ", sequence " +
          std::to_string(bad.sequence) + ", event " + bad.record.type + " " +
          bad.record.data.dump(-1, ' ', false, Json::error_handler_t::replace) + ": " + bad.reason;
@@ -236,10 +241,12 @@ std::expected<ReplayFilter, std::string> filter_of(const ReplayOptions& options)
 }
 
 // Replays `records` (whole streams) and prints the report the options ask for.
+// `heads`: where the journal says each stream ends (none for an export).
 int report(std::span<const JournalRecord> records, const ReplayFilter& filter,
-           const ReplayOptions& options, std::ostream& out, std::ostream& err) {
+           const ReplayOptions& options, std::ostream& out, std::ostream& err,
+           std::span<const OperationSummary> heads = {}) {
   const Replay result = replay(records, PhaseMachine::rules(), filter,
-                               options.step ? ReplayStates::Kept : ReplayStates::Omitted);
+                               options.step ? ReplayStates::Kept : ReplayStates::Omitted, heads);
   const bool json = options.output == "json";
   if (options.step) {
     out << (json ? render_replay_steps_json(result) : render_replay_steps_text(result));
@@ -335,7 +342,11 @@ int run_replay(Journal& journal, const ReplayOptions& options, std::ostream& out
   if (!records) {
     return usage_error(err, "cannot read journal " + journal_name + ": " + records.error());
   }
-  return report(*records, filter, options, out, err);
+  auto heads = journal.operations();
+  if (!heads) {
+    return usage_error(err, "cannot read journal " + journal_name + ": " + heads.error().message);
+  }
+  return report(*records, filter, options, out, err, *heads);
 }
 
 std::string render_replay_text(const Replay& replay) {

@@ -404,6 +404,46 @@ TEST_F(ReplayCommandTest, ReplayTampered_DeletedRecordIsAGapNamedAtTheNextRecord
       << result.err;
 }
 
+TEST_F(ReplayCommandTest, ReplayTampered_DeletedLastRecordsAreNamedFromTheJournalsHead) {
+  // What is left folds cleanly: only the head the journal writes with every append
+  // (operations.last_sequence) still counts the deleted records.
+  const std::int64_t last = [&] {
+    SQLite::Database raw(path.string(), SQLite::OPEN_READONLY);
+    return raw
+        .execAndGet(
+            "SELECT last_sequence FROM operations WHERE operation_id = "
+            "'web-0123abcd'")
+        .getInt64();
+  }();
+  ASSERT_GT(last, 3);
+  exec_sql(path, "DELETE FROM events WHERE operation_id = 'web-0123abcd' AND sequence >= " +
+                     std::to_string(last - 1));
+  const std::string first_missing = std::to_string(last - 1);
+
+  const Outcome result = run(options());
+  EXPECT_EQ(result.code, kExitInconsistent);
+  EXPECT_TRUE(contains(result.err, "operation web-0123abcd, sequence " + first_missing +
+                                       " is missing: the journal's head says this operation's "
+                                       "last record is sequence " +
+                                       std::to_string(last)))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, "records " + first_missing + ".." + std::to_string(last) +
+                                       " were deleted after they were written"))
+      << result.err;
+
+  ReplayOptions step = options();
+  step.step = true;
+  const Outcome stepped = run(step);
+  EXPECT_EQ(stepped.code, kExitInconsistent);
+  EXPECT_TRUE(contains(stepped.out, "(missing)")) << stepped.out;
+
+  ReplayOptions json = options();
+  json.output = "json";
+  const Outcome verdict = run(json);
+  EXPECT_EQ(verdict.code, kExitInconsistent);
+  EXPECT_EQ(Json::parse(verdict.out).at("consistent"), false) << verdict.out;
+}
+
 TEST_F(ReplayCommandTest, ReplayTampered_SwappedRecordsAreNamedAtTheFirstOutOfPlace) {
   // Records 4 (Planning -> ScalingDown) and 5 (ScalingDown -> BackingUp) change places.
   exec_sql(
