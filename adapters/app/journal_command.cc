@@ -84,8 +84,11 @@ struct StreamCheck {
   const OperationOutcome& outcome() const { return replay.operations.front(); }
 };
 
-StreamCheck check(std::span<const JournalRecord> records) {
-  return StreamCheck{replay(records, PhaseMachine::rules())};
+// `heads`: the journal's own count of the stream's records (none for an export), so that
+// records deleted from the end are found too.
+StreamCheck check(std::span<const JournalRecord> records,
+                  std::span<const OperationSummary> heads = {}) {
+  return StreamCheck{replay(records, PhaseMachine::rules(), {}, ReplayStates::Omitted, heads)};
 }
 
 Json summary_json(const StreamCheck& checked) {
@@ -207,7 +210,12 @@ int run_journal_export(Journal& journal, const JournalOptions& options, std::ost
                            " (`stsresize journal list --journal " + name_of(options) +
                            "` lists them)");
   }
-  const StreamCheck checked = check(*records);
+  auto heads = journal.operations();
+  if (!heads) {
+    return usage_error(err, "export",
+                       "cannot read journal " + name_of(options) + ": " + heads.error().message);
+  }
+  const StreamCheck checked = check(*records, *heads);
   const Json document = make_journal_export(*records, version(), summary_json(checked));
   const std::string text = render_journal_export(document);
 
@@ -330,7 +338,7 @@ int run_journal_list(Journal& journal, const JournalOptions& options, std::ostre
           err, "list", "cannot read journal " + name_of(options) + ": " + records.error().message);
     }
     if (records->empty()) continue;
-    const StreamCheck checked = check(*records);
+    const StreamCheck checked = check(*records, std::span{&op, 1});
     const OperationOutcome& outcome = checked.outcome();
     const auto& bad = checked.replay.inconsistency;
     rows.push_back(Json{{"operation", op.operation_id},

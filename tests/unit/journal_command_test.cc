@@ -324,6 +324,29 @@ TEST_F(JournalCommandTest, JournalList_OneLinePerOperationWithPhaseAndCheck) {
   EXPECT_EQ(rows.at(1).at("inconsistentAt"), 4);
 }
 
+TEST_F(JournalCommandTest, JournalListAndExport_RecordsDeletedFromTheEndAreInconsistent) {
+  // web-0123abcd has 16 records; the journal's head keeps counting the two deleted ones.
+  {
+    SQLite::Database raw(db.string(), SQLite::OPEN_READWRITE);
+    raw.exec("DELETE FROM events WHERE operation_id = 'web-0123abcd' AND sequence >= 15");
+  }
+  const Outcome json =
+      run_command_line({"journal", "list", "--journal", db.string(), "-o", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  const Json rows = Json::parse(json.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows.at(0).at("operation"), "web-0123abcd");
+  EXPECT_EQ(rows.at(0).at("consistent"), false);
+  EXPECT_EQ(rows.at(0).at("inconsistentAt"), 15);
+  EXPECT_EQ(rows.at(1).at("consistent"), true);
+
+  const Outcome exported_web = export_web();
+  ASSERT_EQ(exported_web.code, kExitOk) << exported_web.err;
+  const Json document = Json::parse(read_text(exported));
+  EXPECT_EQ(document.at("records").size(), 14u);
+  EXPECT_EQ(document.at("operation").at("consistent"), false) << document.at("operation");
+}
+
 TEST(JournalCommand, CommandLine_JournalHelpSaysWhatTheChecksumProves) {
   const Outcome result = run_command_line({"journal", "--help"});
 
