@@ -50,6 +50,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   AdvanceOptions advance_options;
   CLI::App* advance = add_advance_command(app, advance_options);
 
+  // CLI11 reads `--flag=` (an empty value) as `--flag` and takes the next argument as its
+  // value, so `--journal= --step` would open a journal named "--step": refuse it first.
+  for (const std::string& arg : args) {
+    if (arg == "--") break;
+    if (arg.size() > 3 && arg.starts_with("--") && arg.ends_with("=") &&
+        arg.find('=') == arg.size() - 1) {
+      const std::string flag = arg.substr(0, arg.size() - 1);
+      err << "stsresize: " << arg << " gives " << flag << " an empty value: give it one (" << flag
+          << "=VALUE or " << flag << " VALUE) or leave it out\n";
+      return kExitUsage;
+    }
+  }
+
   // CLI11 parses a reversed vector (it pops arguments off the back).
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

@@ -279,6 +279,16 @@ TEST(CommandLine, CommandLine_UsageErrorsAreExitCode2) {
   EXPECT_TRUE(contains(bad_format.err, "yaml")) << bad_format.err;
 }
 
+TEST(CommandLine, CommandLine_AnEmptyFlagValueIsRefusedNotTakenFromTheNextArgument) {
+  const Outcome empty = run_command_line({"replay", "--journal=", "--operation", "x"});
+  EXPECT_EQ(empty.code, kExitUsage);
+  EXPECT_EQ(empty.err,
+            "stsresize: --journal= gives --journal an empty value: give it one (--journal=VALUE "
+            "or --journal VALUE) or leave it out\n");
+  // After "--" everything is an argument, whatever it looks like.
+  EXPECT_FALSE(contains(run_command_line({"replay", "--", "--x="}).err, "empty value"));
+}
+
 TEST(CommandLine, CommandLine_VersionPrintsTheProjectVersion) {
   const Outcome result = run_command_line({"version"});
 
