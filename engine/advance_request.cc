@@ -1,6 +1,10 @@
 #include "engine/advance_request.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "engine/k8s_objects.h"
+#include "engine/naming.h"
 #include "engine/strict_json.h"
 
 namespace stsresize {
@@ -30,7 +34,10 @@ ModeSetting approval_mode_of(const Json& statefulset) {
 
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event) {
   (void)from;
-  if (event == PhaseEvent::CriticalError || event == PhaseEvent::ScaleBackDone) return false;
+  if (event == PhaseEvent::CriticalError || event == PhaseEvent::ScaleBackDone ||
+      event == PhaseEvent::Abort) {
+    return false;
+  }
   switch (mode) {
     case ApprovalMode::Auto:
       return false;
@@ -86,7 +93,7 @@ std::optional<std::string> advance_request_of(const Json& statefulset) {
 
 std::string approval_mismatch(const AdvanceRequest& request, const Operation& op) {
   if (request.action != "approve") {
-    return "action \"" + request.action + "\" is not one this stsresize performs (approve)";
+    return "action \"" + request.action + "\" does not approve anything (an approval says approve)";
   }
   if (request.operation != op.id) {
     return "it approves operation " + request.operation + ", but the operation in progress is " +
@@ -101,6 +108,124 @@ std::string approval_mismatch(const AdvanceRequest& request, const Operation& op
 
 std::string approve_command(std::string_view ns, std::string_view name) {
   return "stsresize advance " + std::string{ns} + "/" + std::string{name} + " --approve";
+}
+
+std::string abort_command(std::string_view ns, std::string_view name) {
+  return "stsresize advance " + std::string{ns} + "/" + std::string{name} + " --abort";
+}
+
+namespace {
+
+constexpr std::string_view kAbortedBy = "aborted by ";
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> sources_going(const Operation& op, const std::vector<Json>& live_claims) {
+  std::vector<std::string> going;
+  for (const ClaimPlan& claim : op.claims) {
+    if (claim.source_deleted) continue;
+    bool intact = false;
+    for (const Json& live : live_claims) {
+      if (k8s::name(live).value_or("") != claim.claim) continue;
+      const Json& metadata = live.at("metadata");
+      intact =
+          k8s::uid(live).value_or("") == claim.source_uid &&
+          !(metadata.contains("deletionTimestamp") && !metadata["deletionTimestamp"].is_null());
+    }
+    if (!intact) going.push_back(claim.claim);
+  }
+  return going;
+}
+
+std::string abort_refusal(const Operation& op, const std::vector<std::string>& sources_going) {
+  const std::string which = "operation " + op.id;
+  const std::string phase{to_string(op.phase)};
+  const std::string watch = "kubectl -n " + op.ns + " get sts " + op.statefulset +
+                            " -L stsresize.dev/phase -L " +
+                            std::string{kAwaitingApprovalAnnotation} + " -w";
+  const std::string approve = approve_command(op.ns, op.statefulset);
+  switch (op.phase) {
+    case Phase::Planning:
+    case Phase::ScalingDown:
+    case Phase::BackingUp:
+      return {};
+    case Phase::Recreating: {
+      std::vector<std::string> deleted, backups;
+      for (const ClaimPlan& claim : op.claims) {
+        if (!claim.source_deleted &&
+            std::ranges::find(sources_going, claim.claim) == sources_going.end()) {
+          continue;
+        }
+        deleted.push_back(claim.claim);
+        backups.push_back(naming::backup_claim(claim.claim));
+      }
+      if (deleted.empty()) return {};
+      return which + " is in Recreating and has already deleted source claim" +
+             (deleted.size() == 1 ? " " : "s ") + joined(deleted) +
+             ": its data is now only in backup claim" + (backups.size() == 1 ? " " : "s ") +
+             joined(backups) +
+             ", so scaling back is no longer possible and an abort would have to restore "
+             "them, which is what the resize itself does next. Let it finish (if it waits, `" +
+             approve + "`; watch it: " + watch + ")";
+    }
+    case Phase::Restoring:
+    case Phase::ScalingUp:
+    case Phase::CleaningUp:
+      return which + " is in " + phase +
+             ": the source claims were replaced and the data is already in the new claims, so "
+             "there is nothing to roll back to. Let it finish (if it waits, `" +
+             approve + "`; watch it: " + watch + ")";
+    case Phase::Expanding:
+      return which +
+             " is in Expanding: a claim is never shrunk, so an expansion cannot be undone; it "
+             "finishes by itself (watch it: " +
+             watch + ")";
+    case Phase::UpdatingTemplate:
+      return which +
+             " is in UpdatingTemplate, which re-creates the StatefulSet object from its saved "
+             "definition; stopping in the middle could leave it half re-created. Let the "
+             "template update finish (if it waits, `" +
+             approve + "`), then run `" + abort_command(op.ns, op.statefulset) +
+             "` while it is in Planning, ScalingDown or BackingUp";
+    case Phase::Pending:
+      return which + " has not started yet; nothing to abort";
+    case Phase::ScalingBack:
+      return which +
+             " is already in ScalingBack: it is rolling back onto the source claims and ends in "
+             "Failed by itself (watch it: " +
+             watch + ")";
+    case Phase::Completed:
+    case Phase::Failed:
+      return which + " already ended in " + phase +
+             (op.failure.empty() ? "" : " (" + op.failure + ")") + "; there is nothing to abort";
+  }
+  return which + " is in an unknown phase";
+}
+
+std::string abort_mismatch(const AdvanceRequest& request, const Operation& op,
+                           const std::vector<std::string>& sources_going) {
+  if (request.action != "abort") {
+    return "action \"" + request.action + "\" is not abort";
+  }
+  if (request.operation != op.id) {
+    return "it aborts operation " + request.operation + ", but the operation in progress is " +
+           op.id;
+  }
+  return abort_refusal(op, sources_going);
+}
+
+std::string abort_failure(std::string_view by, Phase phase) {
+  return std::string{kAbortedBy} + std::string{by} + " in " + std::string{to_string(phase)};
+}
+
+bool is_abort_failure(std::string_view failure) {
+  return failure.starts_with(kAbortedBy);
 }
 
 }  // namespace stsresize

@@ -8,6 +8,9 @@
 //                          resourceVersion) and removed by the engine when it consumes it:
 //                          {"action":"approve","phase":"BackingUp","operation":"<id>",
 //                           "by":"alice","at":"2027-...Z","nonce":"<random hex>"}
+//                          action "approve" lets a waiting transition happen; "abort" rolls the
+//                          operation back (ScalingBack, then Failed) while every source claim
+//                          is intact, whether or not anything waits.
 //
 // A transition that waits is recorded in the operation (Operation::awaiting, journaled as
 // ApprovalAwaited) and shown in stsresize.dev/awaiting-approval ("BackingUp -> Recreating").
@@ -17,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/json.h"
 #include "engine/operation.h"
@@ -42,7 +46,7 @@ ModeSetting approval_mode_of(const Json& statefulset);
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event);
 
 struct AdvanceRequest {
-  std::string action;  // "approve"
+  std::string action;  // "approve" or "abort"
   Phase phase = Phase::Pending;
   std::string operation;
   std::string by;
@@ -62,5 +66,27 @@ std::string approval_mismatch(const AdvanceRequest& request, const Operation& op
 
 // The command a person runs to approve: "stsresize advance <ns>/<name> --approve".
 std::string approve_command(std::string_view ns, std::string_view name);
+// "stsresize advance <ns>/<name> --abort".
+std::string abort_command(std::string_view ns, std::string_view name);
+
+// Why `op` cannot be aborted now, and what to do instead (empty: it can). The CLI decides with
+// it before writing an abort request and the engine again before acting on one: an abort is
+// a scale back onto the source claims, so only a phase before any source claim is deleted
+// (Planning, ScalingDown, BackingUp, Recreating while op.sources_intact()) can be aborted.
+// `sources_going`: planned source claims that the cluster shows gone or being deleted
+// (sources_going() below) — a delete requested in Recreating that has not finished yet is no
+// more undoable than a finished one.
+std::string abort_refusal(const Operation& op, const std::vector<std::string>& sources_going = {});
+// The planned source claims (op.claims, not yet recorded deleted) that are missing from
+// `live_claims` (the namespace's PVCs), carry another uid, or have a deletionTimestamp.
+std::vector<std::string> sources_going(const Operation& op, const std::vector<Json>& live_claims);
+// Why `request` (action "abort") cannot abort `op` (empty: it can): another operation, or
+// abort_refusal(op). A request written in an earlier phase that is still abortable is taken:
+// the person wanted this operation stopped.
+std::string abort_mismatch(const AdvanceRequest& request, const Operation& op,
+                           const std::vector<std::string>& sources_going = {});
+// The failure an abort leaves in the operation: "aborted by alice in BackingUp".
+std::string abort_failure(std::string_view by, Phase phase);
+bool is_abort_failure(std::string_view failure);
 
 }  // namespace stsresize

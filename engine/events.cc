@@ -1,5 +1,6 @@
 #include "engine/events.h"
 
+#include "engine/advance_request.h"
 #include "engine/operation_codec.h"
 #include "engine/strict_json.h"
 
@@ -558,6 +559,15 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
           [&](const OperatorAction& e) -> Result {
             if (e.action.empty() || e.by.empty() || e.nonce.empty()) {
               return std::unexpected("OperatorAction without an action, a person or a nonce");
+            }
+            if (e.refused.empty() && e.action == "abort") {
+              // Taken only where the rules let a person abort (sources intact); the
+              // PhaseChanged on Abort follows in the same append.
+              if (const std::string why = abort_refusal(op); !why.empty()) {
+                return std::unexpected("OperatorAction abort accepted in phase " +
+                                       std::string{to_string(op.phase)} + ": " + why);
+              }
+              return {};
             }
             if (e.refused.empty() && (!op.awaiting || op.awaiting->from != e.phase)) {
               return std::unexpected("OperatorAction " + e.action + " accepted in phase " +

@@ -110,10 +110,11 @@ struct ApprovalAwaited {
 };
 // A person's `stsresize advance`, read from the stsresize.dev/advance annotation: who, when,
 // for which phase, and whether the engine accepted it. An accepted approval is journaled in
-// the same append as the PhaseChanged it allows; it changes nothing else in the operation.
+// the same append as the PhaseChanged it allows; an accepted abort in the same append as the
+// StepFailed ("aborted by ...") and the PhaseChanged on Abort. It changes nothing else.
 struct OperatorAction {
-  std::string action;            // "approve"
-  Phase phase = Phase::Pending;  // the phase the person saw waiting
+  std::string action;            // "approve", "abort"
+  Phase phase = Phase::Pending;  // the phase the person saw (waiting, for an approval)
   std::string by;                // kubeconfig user or --as
   std::string at;                // RFC 3339, from the request
   std::string nonce;             // the request's, to tell two requests apart

@@ -77,6 +77,8 @@ std::string_view to_string(PhaseEvent event) {
       return "CriticalError";
     case PhaseEvent::ScaleBackDone:
       return "ScaleBackDone";
+    case PhaseEvent::Abort:
+      return "Abort";
   }
   return "Unknown";
 }

@@ -49,12 +49,14 @@ enum class PhaseEvent {
   StepDone,
   CriticalError,
   ScaleBackDone,
+  // A person's `stsresize advance --abort`: roll back while every source claim is intact.
+  Abort,
 };
 inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
     PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
     PhaseEvent::StepDone,      PhaseEvent::CriticalError,
-    PhaseEvent::ScaleBackDone,
+    PhaseEvent::ScaleBackDone, PhaseEvent::Abort,
 };
 std::string_view to_string(PhaseEvent event);
 std::optional<PhaseEvent> parse_phase_event(std::string_view text);

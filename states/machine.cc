@@ -29,6 +29,9 @@ struct CriticalError {
   bool sources_intact = true;
 };
 struct ScaleBackDone {};
+struct Abort {
+  bool sources_intact = true;
+};
 
 // States: one per Phase.
 template <Phase P>
@@ -49,7 +52,8 @@ using ScalingBack = PhaseState<Phase::ScalingBack>;
 using Completed = PhaseState<Phase::Completed>;
 using Failed = PhaseState<Phase::Failed>;
 
-// Guards: scaling back up is only safe while every source claim still exists.
+// Guards: scaling back up is only safe while every source claim still exists (a person's
+// abort is refused otherwise: no row).
 struct Intact {
   template <class E, class M, class S, class T>
   bool operator()(const E& e, M&, S&, T&) const {
@@ -94,7 +98,11 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< CleaningUp,       CriticalError,       Failed,           none,  none   >,
     Row< Expanding,        CriticalError,       Failed,           none,  none   >,
     Row< ScalingBack,      ScaleBackDone,       Failed,           none,  none   >,
-    Row< ScalingBack,      CriticalError,       Failed,           none,  none   >
+    Row< ScalingBack,      CriticalError,       Failed,           none,  none   >,
+    Row< Planning,         Abort,               ScalingBack,      none,  Intact >,
+    Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact >,
+    Row< BackingUp,        Abort,               ScalingBack,      none,  Intact >,
+    Row< Recreating,       Abort,               ScalingBack,      none,  Intact >
   > {};
   // clang-format on
 
@@ -200,8 +208,13 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
     case PhaseEvent::ScaleBackDone:
       m.process_event(ScaleBackDone{});
       break;
+    case PhaseEvent::Abort:
+      m.process_event(Abort{sources_intact});
+      break;
   }
-  if (m.refused) {
+  // A guard that rejects (Abort with a source lost) leaves the machine where it was without
+  // calling no_transition; every row of the table changes the phase, so staying is a refusal.
+  if (m.refused || phase() == before) {
     std::string message = "event " + std::string{to_string(event)} + " is not allowed in phase " +
                           std::string{to_string(before)};
     if (!m.exception.empty()) message += ": " + m.exception;

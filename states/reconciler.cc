@@ -150,6 +150,10 @@ class Reconciler::Session final : public StepJournal {
                                                   const std::string& why);
   std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason,
                                                std::vector<Event> approval = {});
+  // Before the step runs: a stsresize.dev/advance request that is not an approval of what
+  // waits (an abort; anything once the operation has ended) is taken or refused here. nullopt:
+  // go on with the step (op_ may now be in ScalingBack).
+  std::optional<ReconcileResult> take_operator_request();
 
   // Journal first; then the in-memory state. Refuses what fold would refuse.
   std::expected<void, std::string> append(const std::vector<Event>& events);
@@ -238,7 +242,9 @@ ReconcileResult Reconciler::Session::run() {
     if (auto request = resize_request_of(sts_)) return start_requested(*request);
     return start();
   }
-  if (is_terminal((*parsed)->phase)) return idle();
+  // An ended operation does nothing more; a request of `stsresize advance` that reaches it
+  // anyway is answered (journaled as refused, removed, a Warning) rather than left lying.
+  if (is_terminal((*parsed)->phase) && !advance_request_of(sts_)) return idle();
   return resume(std::move(**parsed));
 }
 
@@ -465,7 +471,15 @@ std::expected<void, std::string> Reconciler::Session::refuse_advance(
   consumed_advance_ = text;
   if (auto written = write_annotation(); !written) return written;
   std::string message = "stsresize advance by " + action.by + " refused: " + why + ". ";
-  if (op_.awaiting) {
+  if (request && request->action == "abort") {
+    message += "Nothing was changed";
+    if (!is_terminal(op_.phase) && abort_refusal(op_).empty()) {
+      message +=
+          "; to abort operation " + op_.id + ", run `" + abort_command(ref_.ns, ref_.name) + "`";
+    }
+  } else if (is_terminal(op_.phase)) {
+    message += "The operation " + op_.id + " has ended; nothing waits for approval";
+  } else if (op_.awaiting) {
     message += "The operation " + op_.id + " awaits approval of " +
                std::string{to_string(op_.awaiting->from)} + " -> " +
                std::string{to_string(op_.awaiting->to)} + "; to approve it, run `" +
@@ -493,7 +507,9 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
     if (const auto* action = std::get_if<events::OperatorAction>(&e)) approved_by = action->by;
   }
   std::vector<Event> events = std::move(approval);
-  if (event == PhaseEvent::CriticalError) events.push_back(events::StepFailed{from, reason, true});
+  if (event == PhaseEvent::CriticalError || event == PhaseEvent::Abort) {
+    events.push_back(events::StepFailed{from, reason, true});
+  }
   events.push_back(events::PhaseChanged{from, *next, event});
   if (is_terminal(*next)) events.push_back(events::OperationFinished{*next});
   if (auto committed = commit(events); !committed) {
@@ -513,6 +529,16 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
           ",stsresize.dev/purpose=backup)";
     }
     note(EventSeverity::Warning, "ResizeFailed", message);
+  } else if (event == PhaseEvent::Abort) {
+    note(EventSeverity::Normal, "ResizeAborting",
+         "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
+             std::to_string(op_.original_replicas) +
+             " replicas and removing this operation's Jobs and backup claims");
+  } else if (*next == Phase::Failed && is_abort_failure(op_.failure)) {
+    note(EventSeverity::Warning, "ResizeAborted",
+         "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure +
+             "; stsresize will not resize it again while it is labelled " +
+             std::string{kFailedLabel});
   } else if (*next == Phase::Failed) {
     note(EventSeverity::Warning, "ResizeFailed",
          "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
@@ -524,9 +550,47 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
   return {};
 }
 
+std::optional<ReconcileResult> Reconciler::Session::take_operator_request() {
+  auto text = advance_request_of(sts_);
+  if (!text || text == consumed_advance_) return std::nullopt;
+  auto request = decode_advance_request(*text);
+  const bool abort = request && request->action == "abort";
+  if (!abort && !is_terminal(op_.phase)) return std::nullopt;  // hold_for_approval's
+  std::optional<AdvanceRequest> readable;
+  if (request) readable = *request;
+  // A source delete asked for but not finished (pvc-protection) is not in op_ yet.
+  std::vector<std::string> going;
+  if (abort && op_.phase == Phase::Recreating) {
+    auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+    if (!claims) return retry("listing claims: " + claims.error().message);
+    going = sources_going(op_, claims->items);
+  }
+  std::string why =
+      !request ? request.error()
+      : abort  ? abort_mismatch(*request, op_, going)
+               : "operation " + op_.id + " already ended in " + std::string{to_string(op_.phase)};
+  if (!why.empty()) {
+    if (auto refused = refuse_advance(*text, readable, why); !refused) {
+      return retry(refused.error());
+    }
+    return std::nullopt;
+  }
+  consumed_advance_ = *text;
+  const std::vector<Event> action{events::OperatorAction{
+      request->action, request->phase, request->by, request->at, request->nonce, {}}};
+  if (auto advanced = advance(PhaseEvent::Abort, abort_failure(request->by, op_.phase), action);
+      !advanced) {
+    return advanced.error();
+  }
+  return std::nullopt;
+}
+
 ReconcileResult Reconciler::Session::drive() {
   StatefulSetWrites kube{r_.kube_};
   for (int i = 0; i < r_.settings_.max_steps_per_reconcile; ++i) {
+    if (!sts_.is_null()) {
+      if (auto answered = take_operator_request()) return *answered;
+    }
     if (is_terminal(op_.phase)) return idle();
     const Step step = step_for(op_.phase);
     if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "adapters/app/exit_codes.h"
 #include "adapters/clock/system_clock.h"
@@ -19,7 +20,7 @@ namespace stsresize::cli {
 namespace {
 
 constexpr std::string_view kSummary =
-    "Approve the next transition of a resize held by stsresize.dev/mode (manual or step)";
+    "Approve the next transition of a resize held by stsresize.dev/mode, or abort a resize";
 
 constexpr std::string_view kFooter =
     "A StatefulSet annotated stsresize.dev/mode=manual has every transition of its resize\n"
@@ -36,17 +37,27 @@ constexpr std::string_view kFooter =
     "by the controller (Warning AdvanceRefused). Identity: the kubeconfig context's user, or\n"
     "--as.\n"
     "\n"
+    "`advance --abort` rolls a resize back while every source claim is intact (Planning,\n"
+    "ScalingDown, BackingUp, or Recreating before its first delete), waiting for approval or\n"
+    "not: the controller takes it before the current step, journals it, moves to ScalingBack\n"
+    "(original replica count, this operation's copy Jobs and backup claims deleted) and ends in\n"
+    "Failed (\"aborted by NAME in PHASE\", label stsresize.dev/failed, Event ResizeAborted).\n"
+    "Refused once a source claim is deleted (the data is then in the backup claims and the\n"
+    "resize itself restores it: let it finish), in Expanding (claims never shrink),\n"
+    "UpdatingTemplate (let it finish first), ScalingBack and after the end.\n"
+    "\n"
     "Examples:\n"
     "  kubectl annotate sts web stsresize.dev/mode=manual\n"
     "  stsresize advance shop/web --approve --dry-run\n"
     "  stsresize advance shop/web --approve --as alice\n"
+    "  stsresize advance shop/web --abort\n"
     "\n"
     "Exit codes:\n"
-    "  0  approval written (--dry-run: would be written)\n"
+    "  0  approval or abort written (--dry-run: would be written)\n"
     "  2  bad flags or arguments, unusable credentials\n"
     "  4  the API server could not be reached, or refused or failed the request\n"
-    "  5  refused: nothing waits, another approval is pending, or the state is unreadable;\n"
-    "     the message says why and what to run instead";
+    "  5  refused: nothing waits, the operation cannot be aborted now, another request is\n"
+    "     pending, or the state is unreadable; the message says why and what to run instead";
 
 struct Target {
   std::string ns;
@@ -94,6 +105,20 @@ std::expected<KubeConfig, std::string> load_credentials(const AdvanceOptions& op
   return load_kubeconfig(*path, options.context);
 }
 
+// Exactly one of --approve and --abort.
+bool action_is_clear(const AdvanceOptions& options, std::ostream& err) {
+  if (options.approve && options.abort) {
+    err << "stsresize advance: --approve and --abort exclude each other: say one\n";
+    return false;
+  }
+  if (!options.approve && !options.abort) {
+    err << "stsresize advance: say what to do: --approve continues the transition that waits "
+           "for approval, --abort rolls the resize back (see `stsresize advance --help`)\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
@@ -105,6 +130,9 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
       ->required();
   advance->add_flag("--approve", options.approve,
                     "Let the transition that waits for approval happen");
+  advance->add_flag("--abort", options.abort,
+                    "Roll the resize back onto its source claims and end it in Failed (only "
+                    "before a source claim is deleted)");
   advance->add_flag("--dry-run", options.dry_run,
                     "Check and show what would be written, write nothing");
   advance->add_option("--as", options.as,
@@ -117,11 +145,7 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
 }
 
 int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& err) {
-  if (!options.approve) {
-    err << "stsresize advance: say what to do: --approve continues the transition that waits "
-           "for approval (see `stsresize advance --help`)\n";
-    return kExitUsage;
-  }
+  if (!action_is_clear(options, err)) return kExitUsage;
   auto config = load_credentials(options);
   if (!config) {
     err << "stsresize advance: credentials: " << config.error() << "\n";
@@ -139,11 +163,7 @@ int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& 
 
 int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCaller& caller,
                 std::ostream& out, std::ostream& err) {
-  if (!options.approve) {
-    err << "stsresize advance: say what to do: --approve continues the transition that waits "
-           "for approval (see `stsresize advance --help`)\n";
-    return kExitUsage;
-  }
+  if (!action_is_clear(options, err)) return kExitUsage;
   auto target = parse_target(options.target, caller.default_namespace);
   if (!target) {
     err << "stsresize advance: " << target.error() << " (example: stsresize advance shop/web "
@@ -183,6 +203,9 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                                  "; the controller takes no action on it either (Warning "
                                  "InvalidState): correct or remove that annotation first");
     }
+    if (!operation->has_value() && options.abort) {
+      return refuse(changed, sts + " has no resize in progress, so there is nothing to abort");
+    }
     if (!operation->has_value()) {
       return refuse(changed,
                     sts +
@@ -196,6 +219,74 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                         approve + "`");
     }
     const Operation& op = **operation;
+    if (options.abort) {
+      std::vector<std::string> going;
+      if (op.phase == Phase::Recreating) {
+        auto claims = kube.list(Kind::PersistentVolumeClaim, target->ns);
+        if (!claims) {
+          err << "stsresize advance: listing the claims of " << target->ns << ": "
+              << to_string(claims.error().code) << ": " << claims.error().message << "\n";
+          return kExitClusterUnreachable;
+        }
+        going = sources_going(op, claims->items);
+      }
+      if (const std::string why = abort_refusal(op, going); !why.empty()) {
+        return refuse(changed, why);
+      }
+      std::string replacing;
+      if (auto pending_text = advance_request_of(*object)) {
+        auto pending = decode_advance_request(*pending_text);
+        if (pending && pending->action == "abort" && pending->operation == op.id) {
+          return refuse(changed, "the abort of operation " + op.id + " was already requested by " +
+                                     pending->by + " at " + pending->at +
+                                     " and the controller has not taken it yet: is `stsresize run` "
+                                     "running? (kubectl -n " +
+                                     target->ns +
+                                     " get events --field-selector involvedObject.name=" +
+                                     target->name + ")");
+        }
+        replacing = " (replaces the pending " + std::string{kAdvanceAnnotation} + " " +
+                    (pending ? pending->action + " by " + pending->by : "that is unreadable") + ")";
+      }
+      const AdvanceRequest request{"abort",     op.phase, op.id, who, format_timestamp(caller.now),
+                                   caller.nonce};
+      const std::string text = encode_advance_request(request);
+      const std::string then =
+          "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
+          " replicas on the source claims, delete this operation's copy Jobs and backup claims, "
+          "and end in Failed (\"" +
+          abort_failure(who, op.phase) + "\", label " + std::string{kFailedLabel} + ")";
+      if (options.dry_run) {
+        out << "dry run: would abort operation " << op.id << " on " << sts << " in phase "
+            << to_string(op.phase) << " as " << who << replacing << "\n"
+            << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+            << "the controller would then journal OperatorAction and " << then << "\n";
+        return kExitOk;
+      }
+      Json updated = *object;
+      if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
+        err << "stsresize advance: " << set.error() << "\n";
+        return kExitClusterUnreachable;
+      }
+      auto written = kube.update(Kind::StatefulSet, updated);
+      if (!written && written.error().code == KubeErrorCode::Conflict) {
+        changed =
+            "the StatefulSet changed while the abort was being written (409 Conflict), and "
+            "now: ";
+        continue;
+      }
+      if (!written) {
+        err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
+            << to_string(written.error().code) << ": " << written.error().message << "\n";
+        return kExitClusterUnreachable;
+      }
+      out << "abort of operation " << op.id << " on " << sts << " (in phase " << to_string(op.phase)
+          << ") requested as " << who << replacing << "\n"
+          << "the controller takes it before its next step: it will journal OperatorAction and "
+          << then << ": kubectl -n " << target->ns << " get sts " << target->name
+          << " -L stsresize.dev/phase -w\n";
+      return kExitOk;
+    }
     if (is_terminal(op.phase)) {
       return refuse(changed, "operation " + op.id + " on " + sts + " ended in phase " +
                                  std::string{to_string(op.phase)} +
@@ -221,6 +312,14 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
     std::string replacing;
     if (auto pending_text = advance_request_of(*object)) {
       auto pending = decode_advance_request(*pending_text);
+      if (pending && pending->action == "abort" && pending->operation == op.id) {
+        return refuse(changed, "the abort of operation " + op.id + " requested by " + pending->by +
+                                   " at " + pending->at +
+                                   " is pending; the controller takes it before any approval "
+                                   "(kubectl -n " +
+                                   target->ns + " get sts " + target->name +
+                                   " -L stsresize.dev/phase -w)");
+      }
       if (pending && approval_mismatch(*pending, op).empty()) {
         return refuse(changed,
                       "the approval of " + transition + " for operation " + op.id +
@@ -273,9 +372,9 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
     return kExitOk;
   }
   err << "stsresize advance: the StatefulSet " << sts
-      << " kept changing while the approval was being written (409 Conflict five times); "
+      << " kept changing while the request was being written (409 Conflict five times); "
          "nothing was written: run `"
-      << approve << "` again\n";
+      << (options.abort ? abort_command(target->ns, target->name) : approve) << "` again\n";
   return kExitClusterUnreachable;
 }
 

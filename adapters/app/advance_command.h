@@ -1,11 +1,12 @@
 #pragma once
 // `stsresize advance NS/STS --approve`: lets an operation held by stsresize.dev/mode (manual or
-// step) take its next transition. It talks to the controller only through the StatefulSet:
-// it writes the stsresize.dev/advance annotation (engine/advance_request.h) with the
-// resourceVersion it read, and the controller consumes it on the next watch event, journals
-// it as an OperatorAction with the caller's identity and moves on. Exit codes
-// (adapters/app/exit_codes.h): 0 written (or, --dry-run, would be), 2 usage error or unusable
-// credentials, 4 the API server could not be reached or failed the request, 5 refused (the
+// step) take its next transition. `--abort`: rolls an operation back onto its source claims
+// (ScalingBack, then Failed) while none of them has been deleted. It talks to the controller
+// only through the StatefulSet: it writes the stsresize.dev/advance annotation
+// (engine/advance_request.h) with the resourceVersion it read, and the controller consumes it on
+// the next watch event, journals it as an OperatorAction with the caller's identity and moves on.
+// Exit codes (adapters/app/exit_codes.h): 0 written (or, --dry-run, would be), 2 usage error or
+// unusable credentials, 4 the API server could not be reached or failed the request, 5 refused (the
 // message says why and what to run instead).
 #include <ostream>
 #include <string>
@@ -22,6 +23,7 @@ namespace stsresize::cli {
 struct AdvanceOptions {
   std::string target{};  // "ns/name", or "name" in the kubeconfig context's namespace
   bool approve = false;
+  bool abort = false;
   bool dry_run = false;
   std::string as{};  // the operator recorded; default: the kubeconfig user
   std::string kubeconfig{};

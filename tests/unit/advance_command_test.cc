@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <sstream>
 
 #include "adapters/app/cli.h"
@@ -39,10 +40,20 @@ class AdvanceCommand : public ::testing::Test {
            {{"metadata", {{"labels", {{"app", "web"}}}}},
             {"spec", {{"containers", Json::array({{{"name", "app"}, {"image", "nginx"}}})}}}}}}}};
     ASSERT_TRUE(kube.system().create(Kind::StatefulSet, sts));
+    // The source claims of planned(): abort reads them in Recreating.
+    for (int i = 0; i < 3; ++i) {
+      kube.put_raw(Kind::PersistentVolumeClaim,
+                   Json{{"metadata",
+                         {{"name", "data-web-" + std::to_string(i)},
+                          {"namespace", "shop"},
+                          {"uid", "uid-" + std::to_string(i)}}},
+                        {"spec", {{"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+    }
   }
 
   // Puts an operation in `phase` on the StatefulSet, waiting to go to `to` unless nullopt.
-  void put_operation(Phase phase, std::optional<Phase> to, const std::string& mode = "manual") {
+  void put_operation(Phase phase, std::optional<Phase> to, const std::string& mode = "manual",
+                     const std::function<void(Operation&)>& change = {}) {
     kube.mutate_raw(web, [&](Json& live) {
       Operation op;
       op.id = "web-0123abcd";
@@ -54,6 +65,7 @@ class AdvanceCommand : public ::testing::Test {
       op.original_replicas = 3;
       if (phase == Phase::Failed) op.failure = "copy Job data-web-0-stsresize-backup failed";
       if (to) op.awaiting = AwaitedApproval{phase, *to, PhaseEvent::StepDone};
+      if (change) change(op);
       live = with_operation(live, op);
       live["metadata"]["annotations"][std::string{kModeAnnotation}] = mode;
     });
@@ -118,6 +130,71 @@ TEST_F(AdvanceCommand, EveryRefusalSaysWhyAndWhatToRun) {
   });
   record("unreadable state", {.target = "shop/web", .approve = true}, kExitRefused);
   expect_matches_golden("advance_refusals.txt", transcript);
+}
+
+// Claims data-web-0..2 in the plan; the first `deleted` of them already deleted.
+std::function<void(Operation&)> planned(int deleted) {
+  return [deleted](Operation& op) {
+    for (int i = 0; i < 3; ++i) {
+      ClaimPlan claim;
+      claim.claim = "data-web-" + std::to_string(i);
+      claim.template_name = "data";
+      claim.ordinal = i;
+      claim.source_uid = "uid-" + std::to_string(i);
+      claim.backup_verified = TreeSummary{};
+      claim.source_deleted = i < deleted;
+      op.claims.push_back(claim);
+    }
+  };
+}
+
+TEST_F(AdvanceCommand, AbortInEveryPhaseSaysWhatItWouldDoOrWhyNot) {
+  std::string transcript;
+  auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {
+    const int before = kube.mutations();
+    auto [code, output] = advance(options);
+    EXPECT_EQ(code, expected_code) << title << ": " << output;
+    if (options.dry_run || code != kExitOk) {
+      EXPECT_EQ(kube.mutations(), before) << title;
+    }
+    transcript += "## " + title + " (exit " + std::to_string(code) + ")\n" + output;
+  };
+  const AdvanceOptions abort{.target = "shop/web", .abort = true};
+  const AdvanceOptions dry_run{.target = "shop/web", .abort = true, .dry_run = true};
+  record("both actions", {.target = "shop/web", .approve = true, .abort = true}, kExitUsage);
+  record("no operation", abort, kExitRefused);
+  for (const Phase phase : kAllPhases) {
+    if (phase == Phase::Pending) continue;
+    put_operation(phase, std::nullopt, "auto", planned(0));
+    record(std::string{to_string(phase)} + ", dry run", dry_run,
+           abort_refusal(**read_operation(*kube.get_raw(web))).empty() ? kExitOk : kExitRefused);
+  }
+  put_operation(Phase::Recreating, std::nullopt, "auto", planned(2));
+  record("Recreating, two sources deleted", abort, kExitRefused);
+  // Deleted but not gone yet (pvc-protection): no more undoable, though not recorded yet.
+  kube.mutate_raw({Kind::PersistentVolumeClaim, "shop", "data-web-0"}, [](Json& live) {
+    live["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  });
+  put_operation(Phase::Recreating, std::nullopt, "auto", planned(0));
+  record("Recreating, a source being deleted", abort, kExitRefused);
+  put_operation(Phase::BackingUp, Phase::Recreating, "step", planned(0));
+  record("BackingUp awaiting approval, dry run", dry_run, kExitOk);
+  record("BackingUp awaiting approval", {.target = "shop/web", .abort = true, .as = "carol"},
+         kExitOk);
+  record("abort already pending", abort, kExitRefused);
+  expect_matches_golden("advance_abort.txt", transcript);
+}
+
+TEST_F(AdvanceCommand, AbortIsWrittenWithTheCallerAndThePhaseSeen) {
+  put_operation(Phase::ScalingDown, std::nullopt, "auto", planned(0));
+  auto [code, output] = advance({.target = "web", .abort = true});
+  ASSERT_EQ(code, kExitOk) << output;
+  auto text = kube.get_raw(web).value()["metadata"]["annotations"]["stsresize.dev/advance"];
+  auto request = decode_advance_request(text.get<std::string>());
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(*request,
+            (AdvanceRequest{"abort", Phase::ScalingDown, "web-0123abcd", "kubernetes-admin",
+                            "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 
 TEST_F(AdvanceCommand, WithoutAUserOrAsItCannotSign) {

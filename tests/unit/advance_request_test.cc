@@ -34,7 +34,8 @@ TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOneIntoRecreating
         EXPECT_EQ(needs_approval(ApprovalMode::Step, from, to, event), to == Phase::Recreating);
       }
       // Error transitions protect the data: they never wait.
-      for (const PhaseEvent event : {PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone}) {
+      for (const PhaseEvent event :
+           {PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone, PhaseEvent::Abort}) {
         EXPECT_FALSE(needs_approval(ApprovalMode::Manual, from, to, event));
         EXPECT_FALSE(needs_approval(ApprovalMode::Step, from, to, event));
       }
@@ -124,6 +125,62 @@ TEST(StateAnnotation, RefusesAWaitThatDoesNotLeaveTheCurrentPhase) {
   EXPECT_NE(decoded.error().find("awaits a transition from Planning in phase BackingUp"),
             std::string::npos)
       << decoded.error();
+}
+
+Operation copy_operation(Phase phase, int sources_deleted) {
+  Operation op = waiting_operation();
+  op.awaiting.reset();
+  op.phase = phase;
+  for (int i = 0; i < 2; ++i) {
+    ClaimPlan claim;
+    claim.claim = "data-web-" + std::to_string(i);
+    claim.source_deleted = i < sources_deleted;
+    op.claims.push_back(claim);
+  }
+  return op;
+}
+
+TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
+  for (const Phase phase : kAllPhases) {
+    SCOPED_TRACE(to_string(phase));
+    const bool abortable = phase == Phase::Planning || phase == Phase::ScalingDown ||
+                           phase == Phase::BackingUp || phase == Phase::Recreating;
+    const std::string why = abort_refusal(copy_operation(phase, 0));
+    EXPECT_EQ(why.empty(), abortable) << why;
+    if (!why.empty()) {
+      EXPECT_NE(why.find("web-0123abcd"), std::string::npos) << why;
+    }
+  }
+  const std::string deleted = abort_refusal(copy_operation(Phase::Recreating, 1));
+  EXPECT_NE(deleted.find("already deleted source claim data-web-0: its data is now only in "
+                         "backup claim data-web-0-stsresize-bak"),
+            std::string::npos)
+      << deleted;
+  EXPECT_NE(deleted.find("Let it finish"), std::string::npos) << deleted;
+  EXPECT_NE(abort_refusal(copy_operation(Phase::Expanding, 0)).find("never shrunk"),
+            std::string::npos);
+  EXPECT_NE(abort_refusal(copy_operation(Phase::UpdatingTemplate, 0))
+                .find("Let the template update finish"),
+            std::string::npos);
+  EXPECT_NE(abort_refusal(copy_operation(Phase::ScalingBack, 0)).find("already in ScalingBack"),
+            std::string::npos);
+}
+
+TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
+  const Operation op = copy_operation(Phase::ScalingDown, 0);
+  AdvanceRequest request{"abort", Phase::Planning, op.id, "alice", "t", "n"};
+  // Written in an earlier phase that is still abortable: taken.
+  EXPECT_EQ(abort_mismatch(request, op), "");
+  request.operation = "web-00000000";
+  EXPECT_NE(abort_mismatch(request, op).find("aborts operation web-00000000"), std::string::npos);
+  request.operation = op.id;
+  EXPECT_NE(abort_mismatch(request, copy_operation(Phase::Restoring, 2)).find("Restoring"),
+            std::string::npos);
+  EXPECT_EQ(abort_failure("alice", Phase::BackingUp), "aborted by alice in BackingUp");
+  EXPECT_TRUE(is_abort_failure(abort_failure("alice", Phase::BackingUp)));
+  EXPECT_FALSE(is_abort_failure("copy Job failed"));
+  // An approval is not an abort, and the other way round.
+  EXPECT_FALSE(approval_mismatch(request, op).empty());
 }
 
 }  // namespace

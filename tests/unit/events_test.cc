@@ -118,6 +118,33 @@ TEST(Fold, RefusesAnApprovalNothingAwaitedAndAWaitTheMachineDoesNotAllow) {
       << e2.error().message;
 }
 
+TEST(Fold, AnAcceptedAbortFoldsOnlyWhereAnAbortIsAllowed) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid-1", 3});
+  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.add(events::PhaseChanged{Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand});
+  JournalBuilder expanding = b;
+  expanding.add(events::OperatorAction{"abort", Phase::Expanding, "alice", "t", "n1", ""});
+  auto refused = fold(expanding.records(), PhaseMachine::rules());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("OperatorAction abort accepted in phase Expanding"),
+            std::string::npos)
+      << refused.error().message;
+
+  JournalBuilder planning;
+  planning.add(events::OperationStarted{"grew", "uid-1", 3});
+  planning.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  planning.add(events::OperatorAction{"abort", Phase::Planning, "alice", "t", "n1", ""});
+  planning.add(events::StepFailed{Phase::Planning, "aborted by alice in Planning", true});
+  planning.add(events::PhaseChanged{Phase::Planning, Phase::ScalingBack, PhaseEvent::Abort});
+  planning.add(events::PhaseChanged{Phase::ScalingBack, Phase::Failed, PhaseEvent::ScaleBackDone});
+  auto aborted = fold(planning.records(), PhaseMachine::rules());
+  ASSERT_TRUE(aborted) << aborted.error().message;
+  EXPECT_EQ(aborted->phase, Phase::Failed);
+  EXPECT_EQ(aborted->failure, "aborted by alice in Planning");
+}
+
 TEST(Fold, CopyPathJournalFoldsToCompletedWithEveryClaimsProgress) {
   const auto records = copy_path_journal(6);
   auto op = fold(records, PhaseMachine::rules());
