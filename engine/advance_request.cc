@@ -5,6 +5,8 @@
 
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
+#include "engine/planner.h"
+#include "engine/resize_request.h"
 #include "engine/strict_json.h"
 
 namespace stsresize {
@@ -226,6 +228,125 @@ std::string abort_failure(std::string_view by, Phase phase) {
 
 bool is_abort_failure(std::string_view failure) {
   return failure.starts_with(kAbortedBy);
+}
+
+std::expected<std::string, std::string> wanted_resize(
+    const Json& statefulset, const std::vector<Json>& claims,
+    const std::optional<std::vector<Json>>& storage_classes) {
+  if (auto request = resize_request_of(statefulset)) {
+    auto validated =
+        storage_classes
+            ? validate_resize_request(statefulset, *request, claims, *storage_classes)
+            : validate_resize_request(statefulset, *request, claims, StorageClassesUnknown{});
+    if (!validated) {
+      return std::unexpected("its " + std::string{kResizeRequestAnnotation} +
+                             " request is invalid: " + validated.error());
+    }
+    return validated->trigger;
+  }
+  auto plan = storage_classes ? plan_resize(statefulset, claims, *storage_classes)
+                              : plan_resize(statefulset, claims, StorageClassesUnknown{});
+  if (!plan) return std::unexpected("its templates cannot be planned: " + plan.error());
+  if (!plan->has_value()) {
+    return std::unexpected(
+        "no resize is asked for now: every claim already has what its template asks for, and "
+        "there is no " +
+        std::string{kResizeRequestAnnotation} + " annotation");
+  }
+  return (*plan)->trigger;
+}
+
+namespace {
+
+bool has_operation_label(const Json& object, const Operation& op) {
+  auto labels = k8s::labels(object);
+  if (!labels) return false;
+  auto label = labels->find("stsresize.dev/operation");
+  return label != labels->end() && label->second == naming::label_value(op.id);
+}
+
+}  // namespace
+
+std::string retry_refusal(const Operation& op, const std::vector<Json>& claims,
+                          const std::vector<Json>& jobs,
+                          const std::expected<std::string, std::string>& wanted) {
+  const std::string which = "operation " + op.id;
+  const std::string sts = op.ns + "/" + op.statefulset;
+  if (op.phase != Phase::Failed) {
+    return which + " is in phase " + std::string{to_string(op.phase)} +
+           ", not Failed: there is nothing to retry (to stop it: `" +
+           abort_command(op.ns, op.statefulset) + "`)";
+  }
+  if (!op.sources_intact()) {
+    std::vector<std::string> backups;
+    for (const ClaimPlan& claim : op.claims) {
+      if (claim.source_deleted) backups.push_back(naming::backup_claim(claim.claim));
+    }
+    return which + " failed (" + op.failure +
+           ") after source claims were replaced: their data is in backup claim" +
+           (backups.size() == 1 ? " " : "s ") + joined(backups) +
+           " (kept), not in the claims a new operation would start from, so it is not retried. "
+           "Copy the data back from the backup claims (kubectl -n " +
+           op.ns + " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
+           ",stsresize.dev/purpose=backup) before anything else";
+  }
+  if (const auto going = sources_going(op, claims); !going.empty()) {
+    return which + ": source claim " + going.front() +
+           " is gone, replaced or being deleted since the operation was planned; a retry "
+           "would not start from the data it protected. Check the claims (kubectl -n " +
+           op.ns + " get pvc), then start a resize afresh";
+  }
+  for (const Json& live : claims) {
+    const std::string name = k8s::name(live).value_or("");
+    if (!op.find_claim(name)) continue;
+    const std::string phase = k8s::pvc_phase(live).value_or("unknown");
+    if (phase != "Bound") {
+      return which + ": source claim " + name + " is " + phase +
+             ", not Bound; run the retry again once it is (kubectl -n " + op.ns + " get pvc " +
+             name + " -w)";
+    }
+  }
+  auto leftover = [&](const std::vector<Json>& objects, std::string_view kind) -> std::string {
+    for (const Json& object : objects) {
+      if (!has_operation_label(object, op)) continue;
+      const std::string name = k8s::name(object).value_or("?");
+      return which + ": " + std::string{kind} + " " + name +
+             " of the failed operation is still there (the scale-back leaves none once it is "
+             "done); with the source claims intact it holds no only copy: delete it (kubectl -n " +
+             op.ns + " delete " + std::string{kind} + " " + name + "), then run `" +
+             retry_command(op.ns, op.statefulset) + "` again";
+    }
+    return {};
+  };
+  if (auto why = leftover(jobs, "job"); !why.empty()) return why;
+  if (auto why = leftover(claims, "pvc"); !why.empty()) return why;
+  if (!wanted) {
+    return which + ": on StatefulSet " + sts + ", " + wanted.error() +
+           "; a retry would start nothing. Change the templates or annotate " +
+           std::string{kResizeRequestAnnotation} + ", then retry";
+  }
+  return {};
+}
+
+std::string retry_mismatch(const AdvanceRequest& request, const Operation& op,
+                           const std::vector<Json>& claims, const std::vector<Json>& jobs,
+                           const std::expected<std::string, std::string>& wanted) {
+  if (request.action != "retry") return "action \"" + request.action + "\" is not retry";
+  if (request.operation != op.id) {
+    return "it retries operation " + request.operation + ", but the StatefulSet's operation is " +
+           op.id;
+  }
+  return retry_refusal(op, claims, jobs, wanted);
+}
+
+std::string retry_trigger(std::string_view old_operation, std::string_view by,
+                          std::string_view trigger) {
+  return "retry of " + std::string{old_operation} + " by " + std::string{by} + ": " +
+         std::string{trigger};
+}
+
+std::string retry_command(std::string_view ns, std::string_view name) {
+  return "stsresize advance " + std::string{ns} + "/" + std::string{name} + " --retry";
 }
 
 }  // namespace stsresize

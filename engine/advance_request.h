@@ -10,7 +10,8 @@
 //                           "by":"alice","at":"2027-...Z","nonce":"<random hex>"}
 //                          action "approve" lets a waiting transition happen; "abort" rolls the
 //                          operation back (ScalingBack, then Failed) while every source claim
-//                          is intact, whether or not anything waits.
+//                          is intact, whether or not anything waits; "retry" starts a Failed
+//                          operation again, as a new operation, when its sources are intact.
 //
 // A transition that waits is recorded in the operation (Operation::awaiting, journaled as
 // ApprovalAwaited) and shown in stsresize.dev/awaiting-approval ("BackingUp -> Recreating").
@@ -46,7 +47,7 @@ ModeSetting approval_mode_of(const Json& statefulset);
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event);
 
 struct AdvanceRequest {
-  std::string action;  // "approve" or "abort"
+  std::string action;  // "approve", "abort" or "retry"
   Phase phase = Phase::Pending;
   std::string operation;
   std::string by;
@@ -88,5 +89,31 @@ std::string abort_mismatch(const AdvanceRequest& request, const Operation& op,
 // The failure an abort leaves in the operation: "aborted by alice in BackingUp".
 std::string abort_failure(std::string_view by, Phase phase);
 bool is_abort_failure(std::string_view failure);
+
+// --retry: a Failed operation whose source claims are intact (it failed before any delete and
+// scaled back, or was aborted) is started again as a NEW operation.
+//
+// What the StatefulSet asks for now: the trigger of the resize a new operation would start
+// (its stsresize.dev/resize request if one is there, else its templates against its claims),
+// or why none would start. `storage_classes` nullopt: they could not be read.
+std::expected<std::string, std::string> wanted_resize(
+    const Json& statefulset, const std::vector<Json>& claims,
+    const std::optional<std::vector<Json>>& storage_classes);
+// Why `op` cannot be retried (empty: it can), from the namespace's claims and Jobs and
+// wanted_resize(): it must be Failed with every planned source claim recorded intact and
+// still there with its uid, Bound and not being deleted; no Job or claim of the operation
+// left (label stsresize.dev/operation); and a resize wanted. The CLI and the engine both
+// decide with it.
+std::string retry_refusal(const Operation& op, const std::vector<Json>& claims,
+                          const std::vector<Json>& jobs,
+                          const std::expected<std::string, std::string>& wanted);
+// retry_refusal, and the request must name `op`.
+std::string retry_mismatch(const AdvanceRequest& request, const Operation& op,
+                           const std::vector<Json>& claims, const std::vector<Json>& jobs,
+                           const std::expected<std::string, std::string>& wanted);
+// The new operation's trigger: "retry of web-1a2b3c4d by alice: data 1Gi -> 2Gi (3 claims)".
+std::string retry_trigger(std::string_view old_operation, std::string_view by,
+                          std::string_view trigger);
+std::string retry_command(std::string_view ns, std::string_view name);
 
 }  // namespace stsresize

@@ -560,6 +560,15 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             if (e.action.empty() || e.by.empty() || e.nonce.empty()) {
               return std::unexpected("OperatorAction without an action, a person or a nonce");
             }
+            if (e.refused.empty() && e.action == "retry") {
+              // The old operation's last word: a new operation starts from its intact sources.
+              if (op.phase != Phase::Failed || !op.sources_intact()) {
+                return std::unexpected("OperatorAction retry accepted in phase " +
+                                       std::string{to_string(op.phase)} +
+                                       (op.sources_intact() ? "" : " after a source delete"));
+              }
+              return {};
+            }
             if (e.refused.empty() && e.action == "abort") {
               // Taken only where the rules let a person abort (sources intact); the
               // PhaseChanged on Abort follows in the same append.

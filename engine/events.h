@@ -111,9 +111,11 @@ struct ApprovalAwaited {
 // A person's `stsresize advance`, read from the stsresize.dev/advance annotation: who, when,
 // for which phase, and whether the engine accepted it. An accepted approval is journaled in
 // the same append as the PhaseChanged it allows; an accepted abort in the same append as the
-// StepFailed ("aborted by ...") and the PhaseChanged on Abort. It changes nothing else.
+// StepFailed ("aborted by ...") and the PhaseChanged on Abort; an accepted retry ends the
+// stream of a Failed operation, whose successor names it in its trigger. It changes nothing
+// else.
 struct OperatorAction {
-  std::string action;            // "approve", "abort"
+  std::string action;            // "approve", "abort", "retry"
   Phase phase = Phase::Pending;  // the phase the person saw (waiting, for an approval)
   std::string by;                // kubeconfig user or --as
   std::string at;                // RFC 3339, from the request

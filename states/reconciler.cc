@@ -154,6 +154,11 @@ class Reconciler::Session final : public StepJournal {
   // waits (an abort; anything once the operation has ended) is taken or refused here. nullopt:
   // go on with the step (op_ may now be in ScalingBack).
   std::optional<ReconcileResult> take_operator_request();
+  // `stsresize advance --retry` of the Failed op_: decided again here (retry_mismatch), then
+  // journaled on op_'s stream and a new operation begun, whose first write also removes the
+  // request and the label stsresize.dev/failed.
+  // nullopt: refused (journaled, removed, a Warning); the reconcile goes on.
+  std::optional<ReconcileResult> take_retry(const std::string& text, const AdvanceRequest& request);
 
   // Journal first; then the in-memory state. Refuses what fold would refuse.
   std::expected<void, std::string> append(const std::vector<Event>& events);
@@ -173,6 +178,10 @@ class Reconciler::Session final : public StepJournal {
   // The stsresize.dev/advance annotation consumed (accepted or refused): the next annotation
   // write removes it, if it still holds exactly this text.
   std::optional<std::string> consumed_advance_;
+  // Set by take_retry: the next annotation write removes the label stsresize.dev/failed, and
+  // begin() names the operation retried and who asked.
+  bool clear_failed_label_ = false;
+  std::optional<std::pair<std::string, std::string>> retry_of_;  // operation, by
 };
 
 std::expected<void, std::string> Reconciler::Session::append(const std::vector<Event>& events) {
@@ -206,6 +215,10 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
     if (consumed_advance_ && advance_request_of(object) == consumed_advance_) {
       (void)k8s::remove_annotation(object, kAdvanceAnnotation);
     }
+    if (clear_failed_label_ && object["metadata"].contains("labels") &&
+        object["metadata"]["labels"].is_object()) {
+      object["metadata"]["labels"].erase(std::string{kFailedLabel});
+    }
     return object;
   };
   auto written = r_.kube_.update(Kind::StatefulSet, desired());
@@ -228,6 +241,7 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
   }
   sts_ = std::move(*written);
   consumed_advance_.reset();
+  clear_failed_label_ = false;
   return {};
 }
 
@@ -268,8 +282,10 @@ ReconcileResult Reconciler::Session::start() {
   return drive();
 }
 
-std::expected<void, std::string> Reconciler::Session::begin(const std::string& trigger,
+std::expected<void, std::string> Reconciler::Session::begin(const std::string& planned,
                                                             std::vector<Event> events) {
+  const std::string trigger =
+      retry_of_ ? retry_trigger(retry_of_->first, retry_of_->second, planned) : planned;
   auto replicas = k8s::spec_replicas(sts_);
   auto uid = k8s::uid(sts_);
   if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
@@ -471,7 +487,7 @@ std::expected<void, std::string> Reconciler::Session::refuse_advance(
   consumed_advance_ = text;
   if (auto written = write_annotation(); !written) return written;
   std::string message = "stsresize advance by " + action.by + " refused: " + why + ". ";
-  if (request && request->action == "abort") {
+  if (request && (request->action == "abort" || request->action == "retry")) {
     message += "Nothing was changed";
     if (!is_terminal(op_.phase) && abort_refusal(op_).empty()) {
       message +=
@@ -555,7 +571,10 @@ std::optional<ReconcileResult> Reconciler::Session::take_operator_request() {
   if (!text || text == consumed_advance_) return std::nullopt;
   auto request = decode_advance_request(*text);
   const bool abort = request && request->action == "abort";
-  if (!abort && !is_terminal(op_.phase)) return std::nullopt;  // hold_for_approval's
+  const bool retry_request = request && request->action == "retry";
+  // An approval (or an unreadable request) of a running operation: hold_for_approval's.
+  if (!abort && !retry_request && !is_terminal(op_.phase)) return std::nullopt;
+  if (retry_request) return take_retry(*text, *request);
   std::optional<AdvanceRequest> readable;
   if (request) readable = *request;
   // A source delete asked for but not finished (pvc-protection) is not in op_ yet.
@@ -583,6 +602,37 @@ std::optional<ReconcileResult> Reconciler::Session::take_operator_request() {
     return advanced.error();
   }
   return std::nullopt;
+}
+
+std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string& text,
+                                                               const AdvanceRequest& request) {
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto jobs = r_.kube_.list(Kind::Job, ref_.ns);
+  if (!jobs) return retry("listing jobs: " + jobs.error().message);
+  auto classes = steps::list_storage_classes(r_.kube_);
+  if (!classes) return retry("listing storage classes: " + classes.error().message);
+  const auto wanted = wanted_resize(sts_, claims->items, *classes);
+  if (const std::string why = retry_mismatch(request, op_, claims->items, jobs->items, wanted);
+      !why.empty()) {
+    if (auto refused = refuse_advance(text, request, why); !refused) {
+      return retry(refused.error());
+    }
+    return std::nullopt;
+  }
+  // The old operation's stream ends with who retried it; a crash before the new operation's
+  // first write leaves the request, and the next reconcile takes it again (the start, if it
+  // was journaled, is adopted by begin()).
+  if (auto appended = append({events::OperatorAction{
+          request.action, request.phase, request.by, request.at, request.nonce, {}}});
+      !appended) {
+    return retry(appended.error());
+  }
+  consumed_advance_ = text;
+  clear_failed_label_ = true;
+  retry_of_ = std::pair{op_.id, request.by};
+  if (auto requested = resize_request_of(sts_)) return start_requested(*requested);
+  return start();
 }
 
 ReconcileResult Reconciler::Session::drive() {

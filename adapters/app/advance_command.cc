@@ -20,7 +20,7 @@ namespace stsresize::cli {
 namespace {
 
 constexpr std::string_view kSummary =
-    "Approve the next transition of a resize held by stsresize.dev/mode, or abort a resize";
+    "Approve the next transition of a resize held by stsresize.dev/mode; abort or retry a resize";
 
 constexpr std::string_view kFooter =
     "A StatefulSet annotated stsresize.dev/mode=manual has every transition of its resize\n"
@@ -46,18 +46,30 @@ constexpr std::string_view kFooter =
     "resize itself restores it: let it finish), in Expanding (claims never shrink),\n"
     "UpdatingTemplate (let it finish first), ScalingBack and after the end.\n"
     "\n"
+    "`advance --retry` starts a Failed operation again, as a new operation, once the cause is\n"
+    "fixed. Checked here and again by the controller: it failed before any source claim was\n"
+    "deleted (or was aborted), every planned source claim is still there with its uid, Bound\n"
+    "and not being deleted, no Job or claim of the failed operation is left, and the\n"
+    "StatefulSet still asks for a resize (its templates or stsresize.dev/resize). The\n"
+    "controller journals the OperatorAction on the failed operation, removes the label\n"
+    "stsresize.dev/failed and starts a new operation whose trigger says \"retry of <id> by\n"
+    "NAME\". After a source claim was replaced it is refused: the data is then in the backup\n"
+    "claims, which the message names.\n"
+    "\n"
     "Examples:\n"
     "  kubectl annotate sts web stsresize.dev/mode=manual\n"
     "  stsresize advance shop/web --approve --dry-run\n"
     "  stsresize advance shop/web --approve --as alice\n"
     "  stsresize advance shop/web --abort\n"
+    "  stsresize advance shop/web --retry --dry-run\n"
     "\n"
     "Exit codes:\n"
-    "  0  approval or abort written (--dry-run: would be written)\n"
+    "  0  approval, abort or retry written (--dry-run: would be written)\n"
     "  2  bad flags or arguments, unusable credentials\n"
     "  4  the API server could not be reached, or refused or failed the request\n"
-    "  5  refused: nothing waits, the operation cannot be aborted now, another request is\n"
-    "     pending, or the state is unreadable; the message says why and what to run instead";
+    "  5  refused: nothing waits, the operation cannot be aborted or retried now, another\n"
+    "     request is pending, or the state is unreadable; the message says why and what to\n"
+    "     run instead";
 
 struct Target {
   std::string ns;
@@ -105,15 +117,17 @@ std::expected<KubeConfig, std::string> load_credentials(const AdvanceOptions& op
   return load_kubeconfig(*path, options.context);
 }
 
-// Exactly one of --approve and --abort.
+// Exactly one of --approve, --abort and --retry.
 bool action_is_clear(const AdvanceOptions& options, std::ostream& err) {
-  if (options.approve && options.abort) {
-    err << "stsresize advance: --approve and --abort exclude each other: say one\n";
+  const int actions = int{options.approve} + int{options.abort} + int{options.retry};
+  if (actions > 1) {
+    err << "stsresize advance: --approve, --abort and --retry exclude each other: say one\n";
     return false;
   }
-  if (!options.approve && !options.abort) {
+  if (actions == 0) {
     err << "stsresize advance: say what to do: --approve continues the transition that waits "
-           "for approval, --abort rolls the resize back (see `stsresize advance --help`)\n";
+           "for approval, --abort rolls the resize back, --retry starts a failed one again (see "
+           "`stsresize advance --help`)\n";
     return false;
   }
   return true;
@@ -133,6 +147,9 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
   advance->add_flag("--abort", options.abort,
                     "Roll the resize back onto its source claims and end it in Failed (only "
                     "before a source claim is deleted)");
+  advance->add_flag("--retry", options.retry,
+                    "Start a failed resize again as a new operation (only when it failed before "
+                    "a source claim was deleted)");
   advance->add_flag("--dry-run", options.dry_run,
                     "Check and show what would be written, write nothing");
   advance->add_option("--as", options.as,
@@ -203,6 +220,11 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                                  "; the controller takes no action on it either (Warning "
                                  "InvalidState): correct or remove that annotation first");
     }
+    if (!operation->has_value() && options.retry) {
+      return refuse(changed, sts +
+                                 " has no failed operation to retry (none in progress, or the "
+                                 "last one completed)");
+    }
     if (!operation->has_value() && options.abort) {
       return refuse(changed, sts + " has no resize in progress, so there is nothing to abort");
     }
@@ -219,6 +241,74 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                         approve + "`");
     }
     const Operation& op = **operation;
+    if (options.retry) {
+      auto claims = kube.list(Kind::PersistentVolumeClaim, target->ns);
+      auto jobs = claims ? kube.list(Kind::Job, target->ns) : std::unexpected(claims.error());
+      auto classes = kube.list(Kind::StorageClass, "");
+      if (!claims || !jobs || (!classes && classes.error().code != KubeErrorCode::Forbidden)) {
+        const KubeError& e = !claims ? claims.error() : !jobs ? jobs.error() : classes.error();
+        err << "stsresize advance: reading the claims, Jobs and StorageClasses of " << target->ns
+            << ": " << to_string(e.code) << ": " << e.message << "\n";
+        return kExitClusterUnreachable;
+      }
+      std::optional<std::vector<Json>> class_list;
+      if (classes) class_list = classes->items;
+      const auto wanted = wanted_resize(*object, claims->items, class_list);
+      if (const std::string why = retry_refusal(op, claims->items, jobs->items, wanted);
+          !why.empty()) {
+        return refuse(changed, why);
+      }
+      std::string replacing;
+      if (auto pending_text = advance_request_of(*object)) {
+        auto pending = decode_advance_request(*pending_text);
+        if (pending && pending->action == "retry" && pending->operation == op.id) {
+          return refuse(changed, "the retry of operation " + op.id + " was already requested by " +
+                                     pending->by + " at " + pending->at +
+                                     " and the controller has not taken it yet: is `stsresize run` "
+                                     "running? (kubectl -n " +
+                                     target->ns +
+                                     " get events --field-selector involvedObject.name=" +
+                                     target->name + ")");
+        }
+        replacing = " (replaces the stale " + std::string{kAdvanceAnnotation} + " " +
+                    (pending ? pending->action + " by " + pending->by : "that is unreadable") + ")";
+      }
+      const AdvanceRequest request{"retry",     op.phase, op.id, who, format_timestamp(caller.now),
+                                   caller.nonce};
+      const std::string text = encode_advance_request(request);
+      const std::string then = "remove the label " + std::string{kFailedLabel} +
+                               " and start a new operation: " + retry_trigger(op.id, who, *wanted);
+      if (options.dry_run) {
+        out << "dry run: would retry operation " << op.id << " on " << sts
+            << " (failed: " << op.failure << ") as " << who << replacing << "\n"
+            << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+            << "the controller would then check again, journal OperatorAction on " << op.id << ", "
+            << then << "\n";
+        return kExitOk;
+      }
+      Json updated = *object;
+      if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
+        err << "stsresize advance: " << set.error() << "\n";
+        return kExitClusterUnreachable;
+      }
+      auto written = kube.update(Kind::StatefulSet, updated);
+      if (!written && written.error().code == KubeErrorCode::Conflict) {
+        changed =
+            "the StatefulSet changed while the retry was being written (409 Conflict), and "
+            "now: ";
+        continue;
+      }
+      if (!written) {
+        err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
+            << to_string(written.error().code) << ": " << written.error().message << "\n";
+        return kExitClusterUnreachable;
+      }
+      out << "retry of operation " << op.id << " on " << sts << " requested as " << who << replacing
+          << "\n"
+          << "the controller checks again, journals it and will " << then << ": kubectl -n "
+          << target->ns << " get sts " << target->name << " -L stsresize.dev/phase -w\n";
+      return kExitOk;
+    }
     if (options.abort) {
       std::vector<std::string> going;
       if (op.phase == Phase::Recreating) {
@@ -293,9 +383,10 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                                  (op.failure.empty() ? "" : " (" + op.failure + ")") +
                                  "; nothing waits for approval. `stsresize replay --journal "
                                  "JOURNAL --operation " +
-                                 op.id + "` shows its history; `kubectl -n " + target->ns +
-                                 " label sts " + target->name + " " + std::string{kFailedLabel} +
-                                 "-` lets it be resized again");
+                                 op.id + "` shows its history; once the cause is fixed, `" +
+                                 retry_command(target->ns, target->name) +
+                                 "` starts it again (if it failed before a source claim was "
+                                 "deleted)");
     }
     const ModeSetting mode = approval_mode_of(*object);
     if (!op.awaiting) {
@@ -374,7 +465,10 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
   err << "stsresize advance: the StatefulSet " << sts
       << " kept changing while the request was being written (409 Conflict five times); "
          "nothing was written: run `"
-      << (options.abort ? abort_command(target->ns, target->name) : approve) << "` again\n";
+      << (options.abort   ? abort_command(target->ns, target->name)
+          : options.retry ? retry_command(target->ns, target->name)
+                          : approve)
+      << "` again\n";
   return kExitClusterUnreachable;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // `stsresize advance NS/STS --approve`: lets an operation held by stsresize.dev/mode (manual or
 // step) take its next transition. `--abort`: rolls an operation back onto its source claims
-// (ScalingBack, then Failed) while none of them has been deleted. It talks to the controller
+// (ScalingBack, then Failed) while none of them has been deleted. `--retry`: starts a Failed
+// operation whose source claims are intact again, as a new operation. It talks to the controller
 // only through the StatefulSet: it writes the stsresize.dev/advance annotation
 // (engine/advance_request.h) with the resourceVersion it read, and the controller consumes it on
 // the next watch event, journals it as an OperatorAction with the caller's identity and moves on.
@@ -24,6 +25,7 @@ struct AdvanceOptions {
   std::string target{};  // "ns/name", or "name" in the kubeconfig context's namespace
   bool approve = false;
   bool abort = false;
+  bool retry = false;
   bool dry_run = false;
   std::string as{};  // the operator recorded; default: the kubeconfig user
   std::string kubeconfig{};

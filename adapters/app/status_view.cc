@@ -610,9 +610,16 @@ void describe_operation(std::string& out, const StatusRow& row, TimePoint now) {
           op.ns + " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
           ",stsresize.dev/purpose=backup\n";
     }
-    out += "stsresize will not resize this StatefulSet again while it is labelled\n" +
-           std::string{kFailedLabel} + ". Once the cause is fixed:\n  kubectl -n " + op.ns +
-           " label statefulset " + op.statefulset + " " + std::string{kFailedLabel} + "-\n";
+    out += "stsresize will not resize this StatefulSet again on its own (label\n" +
+           std::string{kFailedLabel} + ").";
+    if (op.sources_intact()) {
+      out += " Once the cause is fixed, start it again as a new operation:\n  " +
+             retry_command(op.ns, op.statefulset) + "\n";
+    } else {
+      out +=
+          " It is not retried after a source claim was replaced: copy the\n"
+          "data back from the backup claims first.\n";
+    }
   }
 
   if (!op.claims.empty()) {

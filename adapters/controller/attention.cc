@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "engine/advance_request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/planner.h"
@@ -34,7 +35,10 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
   auto operation = read_operation(statefulset);
   if (!operation) return Attention::Invalid;
   if (operation->has_value()) {
-    return is_terminal((*operation)->phase) ? Attention::None : Attention::Operation;
+    // An ended operation needs nothing, except an answer to a `stsresize advance` request
+    // (a retry of a Failed one, or anything else, refused).
+    const bool ended = is_terminal((*operation)->phase) && !advance_request_of(statefulset);
+    return ended ? Attention::None : Attention::Operation;
   }
   if (is_marked_failed(statefulset)) return Attention::None;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);

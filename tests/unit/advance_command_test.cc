@@ -28,17 +28,21 @@ class AdvanceCommand : public ::testing::Test {
   const ObjectRef web{Kind::StatefulSet, "shop", "web"};
 
   void SetUp() override {
-    Json sts{
-        {"apiVersion", "apps/v1"},
-        {"kind", "StatefulSet"},
-        {"metadata", {{"name", "web"}, {"namespace", "shop"}}},
-        {"spec",
-         {{"replicas", 3},
-          {"serviceName", "web"},
-          {"selector", {{"matchLabels", {{"app", "web"}}}}},
-          {"template",
-           {{"metadata", {{"labels", {{"app", "web"}}}}},
-            {"spec", {{"containers", Json::array({{{"name", "app"}, {"image", "nginx"}}})}}}}}}}};
+    Json sts{{"apiVersion", "apps/v1"},
+             {"kind", "StatefulSet"},
+             {"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+             {"spec",
+              {{"replicas", 3},
+               {"serviceName", "web"},
+               {"selector", {{"matchLabels", {{"app", "web"}}}}},
+               {"template",
+                {{"metadata", {{"labels", {{"app", "web"}}}}},
+                 {"spec", {{"containers", Json::array({{{"name", "app"}, {"image", "nginx"}}})}}}}},
+               {"volumeClaimTemplates",
+                Json::array({{{"metadata", {{"name", "data"}}},
+                              {"spec",
+                               {{"accessModes", {"ReadWriteOnce"}},
+                                {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}}})}}}};
     ASSERT_TRUE(kube.system().create(Kind::StatefulSet, sts));
     // The source claims of planned(): abort reads them in Recreating.
     for (int i = 0; i < 3; ++i) {
@@ -47,7 +51,9 @@ class AdvanceCommand : public ::testing::Test {
                          {{"name", "data-web-" + std::to_string(i)},
                           {"namespace", "shop"},
                           {"uid", "uid-" + std::to_string(i)}}},
-                        {"spec", {{"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+                        {"spec",
+                         {{"accessModes", {"ReadWriteOnce"}},
+                          {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
     }
   }
 
@@ -183,6 +189,47 @@ TEST_F(AdvanceCommand, AbortInEveryPhaseSaysWhatItWouldDoOrWhyNot) {
          kExitOk);
   record("abort already pending", abort, kExitRefused);
   expect_matches_golden("advance_abort.txt", transcript);
+}
+
+TEST_F(AdvanceCommand, RetryChecksEveryPreconditionAndSaysWhatItWouldStart) {
+  std::string transcript;
+  auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {
+    const int before = kube.mutations();
+    auto [code, output] = advance(options);
+    EXPECT_EQ(code, expected_code) << title << ": " << output;
+    if (options.dry_run || code != kExitOk) {
+      EXPECT_EQ(kube.mutations(), before) << title;
+    }
+    transcript += "## " + title + " (exit " + std::to_string(code) + ")\n" + output;
+  };
+  const AdvanceOptions retry{.target = "shop/web", .retry = true};
+  const AdvanceOptions dry_run{.target = "shop/web", .retry = true, .dry_run = true};
+  record("both actions", {.target = "shop/web", .abort = true, .retry = true}, kExitUsage);
+  record("no operation", retry, kExitRefused);
+  put_operation(Phase::ScalingDown, std::nullopt, "auto", planned(0));
+  record("in progress", retry, kExitRefused);
+  put_operation(Phase::Failed, std::nullopt, "auto", planned(2));
+  record("failed after two sources were replaced", retry, kExitRefused);
+  put_operation(Phase::Failed, std::nullopt, "auto", planned(0));
+  record("a source claim not Bound", retry, kExitRefused);
+  for (int i = 0; i < 3; ++i) {
+    kube.mutate_raw({Kind::PersistentVolumeClaim, "shop", "data-web-" + std::to_string(i)},
+                    [](Json& live) { live["status"]["phase"] = "Bound"; });
+  }
+  kube.put_raw(Kind::Job, Json{{"metadata",
+                                {{"name", "data-web-0-stsresize-backup"},
+                                 {"namespace", "shop"},
+                                 {"labels", {{"stsresize.dev/operation", "web-0123abcd"}}}}}});
+  record("a Job of the failed operation left", retry, kExitRefused);
+  ASSERT_TRUE(kube.system().remove({Kind::Job, "shop", "data-web-0-stsresize-backup"}, {}));
+  record("nothing asked for", retry, kExitRefused);
+  kube.mutate_raw(web, [](Json& live) {
+    live["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "2Gi";
+  });
+  record("dry run", dry_run, kExitOk);
+  record("written", {.target = "shop/web", .retry = true, .as = "carol"}, kExitOk);
+  record("already requested", retry, kExitRefused);
+  expect_matches_golden("advance_retry.txt", transcript);
 }
 
 TEST_F(AdvanceCommand, AbortIsWrittenWithTheCallerAndThePhaseSeen) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/resize_request.h"
 #include "states/reconciler.h"
@@ -54,6 +55,24 @@ TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {
     if (reconciler.reconcile(testing::kNs, testing::kSts).is(ReconcileResult::Kind::Idle)) break;
   }
   EXPECT_EQ(attention_of(world), Attention::None);
+}
+
+TEST(Attention, AFailedOperationNeedsAttentionOnlyWhileAnAdvanceRequestWaitsForAnAnswer) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false, "2Gi");
+  world.kube.mutate_raw(world.sts(), [&](Json& live) {
+    Operation op;
+    op.id = "web-0123abcd";
+    op.ns = testing::kNs;
+    op.statefulset = testing::kSts;
+    op.sts_uid = live["metadata"]["uid"].get<std::string>();
+    op.phase = Phase::Failed;
+    op.failure = "copy Job failed";
+    live = with_operation(live, op);
+  });
+  EXPECT_EQ(attention_of(world), Attention::None);
+  set_annotation(world, "stsresize.dev/advance", "{}");
+  EXPECT_EQ(attention_of(world), Attention::Operation);
 }
 
 TEST(Attention, AnExplicitRequestAndAnUnreadableStateAreBothReconciled) {

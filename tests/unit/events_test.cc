@@ -145,6 +145,26 @@ TEST(Fold, AnAcceptedAbortFoldsOnlyWhereAnAbortIsAllowed) {
   EXPECT_EQ(aborted->failure, "aborted by alice in Planning");
 }
 
+TEST(Fold, AnAcceptedRetryFoldsOnlyOnAFailedOperationWithItsSourcesIntact) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid-1", 3});
+  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  JournalBuilder running = b;
+  running.add(events::OperatorAction{"retry", Phase::Planning, "alice", "t", "n1", ""});
+  auto refused = fold(running.records(), PhaseMachine::rules());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("OperatorAction retry accepted in phase Planning"),
+            std::string::npos)
+      << refused.error().message;
+  b.add(events::StepFailed{Phase::Planning, "no plan", true});
+  b.add(events::PhaseChanged{Phase::Planning, Phase::Failed, PhaseEvent::CriticalError});
+  b.add(events::OperationFinished{Phase::Failed});
+  b.add(events::OperatorAction{"retry", Phase::Failed, "alice", "t", "n2", ""});
+  auto retried = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(retried) << retried.error().message;
+  EXPECT_EQ(retried->phase, Phase::Failed);
+}
+
 TEST(Fold, CopyPathJournalFoldsToCompletedWithEveryClaimsProgress) {
   const auto records = copy_path_journal(6);
   auto op = fold(records, PhaseMachine::rules());

@@ -260,16 +260,34 @@ TEST(StatusView, Describe_InProgressShowsClaimsJobsBackupsAndEvents) {
   expect_matches_golden("describe_backing_up.txt", render_describe(input, kStatusNow));
 }
 
-TEST(StatusView, Describe_FailedSaysWhereTheDataIsAndHowToAllowResizesAgain) {
+TEST(StatusView, Describe_FailedSaysWhereTheDataIsAndThatItIsNotRetried) {
   DescribeInput input;
   input.statefulset = statefulset_in("web", Phase::Failed, 5min);
   const std::string text = render_describe(input, kStatusNow);
   expect_matches_golden("describe_failed.txt", text);
-  EXPECT_NE(text.find("kubectl -n shop label statefulset web stsresize.dev/failed-"),
-            std::string::npos);
+  EXPECT_NE(text.find("It is not retried after a source claim was replaced"), std::string::npos);
+  EXPECT_EQ(text.find("--retry"), std::string::npos);
   EXPECT_NE(
       text.find("get pvc -l stsresize.dev/operation=web-5f0c2a91,stsresize.dev/purpose=backup"),
       std::string::npos);
+}
+
+TEST(StatusView, Describe_FailedWithItsSourcesIntactSaysHowToRetry) {
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::Failed, 5min);
+  Operation op = **read_operation(input.statefulset);
+  for (ClaimPlan& claim : op.claims) {
+    claim.source_deleted = false;
+    claim.recreated_uid.clear();
+    claim.restore_verified.reset();
+  }
+  input.statefulset = with_operation(input.statefulset, op);
+  const std::string text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("Once the cause is fixed, start it again as a new operation:\n  "
+                      "stsresize advance shop/web --retry\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("backup claim:"), std::string::npos) << text;
 }
 
 TEST(StatusView, AwaitingApproval_TheTransitionAndTheCommandInEveryView) {
