@@ -133,6 +133,35 @@ bool action_is_clear(const AdvanceOptions& options, std::ostream& err) {
   return true;
 }
 
+enum class Written { Done, Conflict, Failed };
+
+// Writes `text` as the stsresize.dev/advance annotation of `statefulset`, with the
+// resourceVersion it was read at. Conflict: someone wrote the StatefulSet since (often its
+// controller, updating status): the caller reads it again and decides again on what it says
+// now. Failed: said on `err`.
+Written write_request(Kubernetes& kube, const Json& statefulset, const std::string& text,
+                      const std::string& sts, std::ostream& err) {
+  Json updated = statefulset;
+  if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
+    err << "stsresize advance: " << set.error() << "\n";
+    return Written::Failed;
+  }
+  auto written = kube.update(Kind::StatefulSet, updated);
+  if (!written && written.error().code == KubeErrorCode::Conflict) return Written::Conflict;
+  if (!written) {
+    err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
+        << to_string(written.error().code) << ": " << written.error().message << "\n";
+    return Written::Failed;
+  }
+  return Written::Done;
+}
+
+// The start of the refusal (or the answer) that follows a 409 on writing `what`.
+std::string changed_while_writing(std::string_view what) {
+  return "the StatefulSet changed while the " + std::string{what} +
+         " was being written (409 Conflict), and now: ";
+}
+
 }  // namespace
 
 CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
@@ -286,22 +315,11 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
             << then << "\n";
         return kExitOk;
       }
-      Json updated = *object;
-      if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
-        err << "stsresize advance: " << set.error() << "\n";
-        return kExitClusterUnreachable;
-      }
-      auto written = kube.update(Kind::StatefulSet, updated);
-      if (!written && written.error().code == KubeErrorCode::Conflict) {
-        changed =
-            "the StatefulSet changed while the retry was being written (409 Conflict), and "
-            "now: ";
+      if (const Written written = write_request(kube, *object, text, sts, err);
+          written != Written::Done) {
+        if (written == Written::Failed) return kExitClusterUnreachable;
+        changed = changed_while_writing("retry");
         continue;
-      }
-      if (!written) {
-        err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
-            << to_string(written.error().code) << ": " << written.error().message << "\n";
-        return kExitClusterUnreachable;
       }
       out << "retry of operation " << op.id << " on " << sts << " requested as " << who << replacing
           << "\n"
@@ -353,22 +371,11 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
             << "the controller would then journal OperatorAction and " << then << "\n";
         return kExitOk;
       }
-      Json updated = *object;
-      if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
-        err << "stsresize advance: " << set.error() << "\n";
-        return kExitClusterUnreachable;
-      }
-      auto written = kube.update(Kind::StatefulSet, updated);
-      if (!written && written.error().code == KubeErrorCode::Conflict) {
-        changed =
-            "the StatefulSet changed while the abort was being written (409 Conflict), and "
-            "now: ";
+      if (const Written written = write_request(kube, *object, text, sts, err);
+          written != Written::Done) {
+        if (written == Written::Failed) return kExitClusterUnreachable;
+        changed = changed_while_writing("abort");
         continue;
-      }
-      if (!written) {
-        err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
-            << to_string(written.error().code) << ": " << written.error().message << "\n";
-        return kExitClusterUnreachable;
       }
       out << "abort of operation " << op.id << " on " << sts << " (in phase " << to_string(op.phase)
           << ") requested as " << who << replacing << "\n"
@@ -436,24 +443,11 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
           << to_string(op.awaiting->to) << "\n";
       return kExitOk;
     }
-    Json updated = *object;
-    if (auto set = k8s::set_annotation(updated, kAdvanceAnnotation, text); !set) {
-      err << "stsresize advance: " << set.error() << "\n";
-      return kExitClusterUnreachable;
-    }
-    auto written = kube.update(Kind::StatefulSet, updated);
-    if (!written && written.error().code == KubeErrorCode::Conflict) {
-      // Someone wrote the StatefulSet since it was read (often its controller, updating
-      // status): read it again and decide again on what it says now.
-      changed =
-          "the StatefulSet changed while the approval was being written (409 Conflict), "
-          "and now: ";
+    if (const Written written = write_request(kube, *object, text, sts, err);
+        written != Written::Done) {
+      if (written == Written::Failed) return kExitClusterUnreachable;
+      changed = changed_while_writing("approval");
       continue;
-    }
-    if (!written) {
-      err << "stsresize advance: writing " << kAdvanceAnnotation << " on " << sts << ": "
-          << to_string(written.error().code) << ": " << written.error().message << "\n";
-      return kExitClusterUnreachable;
     }
     out << "approved " << transition << " of operation " << op.id << " on " << sts << " as " << who
         << replacing << "\n"

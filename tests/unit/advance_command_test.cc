@@ -244,6 +244,34 @@ TEST_F(AdvanceCommand, AbortIsWrittenWithTheCallerAndThePhaseSeen) {
                             "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 
+TEST_F(AdvanceCommand, A409ReadsAgainAndDecidesOnWhatTheStatefulSetSaysNow) {
+  // Someone else's write (the StatefulSet controller's status) in between: written on a re-read.
+  put_operation(Phase::BackingUp, Phase::Recreating, "step");
+  kube.inject({.verb = Verb::Update,
+               .kind = Kind::StatefulSet,
+               .error = KubeError{KubeErrorCode::Conflict, "the object has been modified"}});
+  auto [approved, approval] = advance({.target = "shop/web", .approve = true});
+  ASSERT_EQ(approved, kExitOk) << approval;
+  EXPECT_TRUE(
+      kube.get_raw(web).value()["metadata"]["annotations"].contains("stsresize.dev/advance"));
+
+  // The operation moved on meanwhile: the refusal says that the StatefulSet changed.
+  kube.mutate_raw(
+      web, [](Json& live) { live["metadata"]["annotations"].erase("stsresize.dev/advance"); });
+  kube.inject({.verb = Verb::Update,
+               .kind = Kind::StatefulSet,
+               .error = KubeError{KubeErrorCode::Conflict, "the object has been modified"},
+               .action = [this] { put_operation(Phase::Restoring, std::nullopt); }});
+  auto [aborted, abort] = advance({.target = "shop/web", .abort = true});
+  EXPECT_EQ(aborted, kExitRefused) << abort;
+  EXPECT_NE(abort.find("refused: the StatefulSet changed while the abort was being written (409 "
+                       "Conflict), and now: "),
+            std::string::npos)
+      << abort;
+  EXPECT_FALSE(
+      kube.get_raw(web).value()["metadata"]["annotations"].contains("stsresize.dev/advance"));
+}
+
 TEST_F(AdvanceCommand, WithoutAUserOrAsItCannotSign) {
   put_operation(Phase::BackingUp, Phase::Recreating);
   std::ostringstream out, err;
