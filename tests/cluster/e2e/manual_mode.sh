@@ -59,7 +59,7 @@ for transition in "${expected[@]}"; do
   fi
   events=$(k get events --field-selector involvedObject.kind=StatefulSet,involvedObject.name=web,reason=AwaitingApproval \
     -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
-  grep -F -- "$transition" <<<"$events" | grep -qF "stsresize advance $ns/web --approve" ||
+  grep -qF "stsresize advance $ns/web --approve" <<<"$(grep -F -- "$transition" <<<"$events")" ||
     fail "no AwaitingApproval event naming $transition and the command: $events"
   if [[ $transition == "Planning -> ScalingDown" ]]; then
     out=$(advance --approve --dry-run --as e2e-operator) || fail "advance --dry-run exited $?: $out"
