@@ -10,6 +10,7 @@
 #include "adapters/clock/system_clock.h"
 #include "adapters/kube/config.h"
 #include "adapters/kube/http_kubernetes.h"
+#include "adapters/kube/whoami.h"
 #include "engine/advance_request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
@@ -34,8 +35,10 @@ constexpr std::string_view kFooter =
     "id, who, when, a nonce) with the resourceVersion it read; the controller consumes it on\n"
     "its next watch event, journals it as an OperatorAction with your identity, removes it and\n"
     "continues. An approval naming another phase or operation than the one waiting is refused\n"
-    "by the controller (Warning AdvanceRefused). Identity: the kubeconfig context's user, or\n"
-    "--as.\n"
+    "by the controller (Warning AdvanceRefused). Identity: --as NAME when given, else the user\n"
+    "the API server authenticates (a SelfSubjectReview: \"admin\" for a certificate with\n"
+    "CN=admin, system:serviceaccount:NS:NAME for a service account's token), else the\n"
+    "kubeconfig context's user entry (a server before Kubernetes 1.28 has no such review).\n"
     "\n"
     "`advance --abort` rolls a resize back while every source claim is intact (Planning,\n"
     "ScalingDown, BackingUp, or Recreating before its first delete), waiting for approval or\n"
@@ -133,6 +136,15 @@ bool action_is_clear(const AdvanceOptions& options, std::ostream& err) {
   return true;
 }
 
+// Who runs the command, as the journal records it: the user the API server authenticates
+// (the name its audit log and RBAC use), else the kubeconfig entry's name. Any failure of the
+// review falls back quietly: an older server has no such API, and an unreachable one fails
+// the next request with its own message.
+std::string caller_identity(HttpKubernetes& kube, const std::string& kubeconfig_user) {
+  auto authenticated = authenticated_username(kube);
+  return authenticated ? *authenticated : kubeconfig_user;
+}
+
 enum class Written { Done, Conflict, Failed };
 
 // Writes `text` as the stsresize.dev/advance annotation of `statefulset`, with the
@@ -182,7 +194,8 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
   advance->add_flag("--dry-run", options.dry_run,
                     "Check and show what would be written, write nothing");
   advance->add_option("--as", options.as,
-                      "Operator name recorded in the journal (default: the kubeconfig user)");
+                      "Operator name recorded in the journal (default: the user the API server "
+                      "authenticates, else the kubeconfig user)");
   advance->add_option("--kubeconfig", options.kubeconfig,
                       "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   advance->add_option("--context", options.context,
@@ -203,7 +216,8 @@ int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& 
     return kExitUsage;
   }
   SystemClock clock;
-  AdvanceCaller caller{config->user, config->ns, clock.now(), random_nonce()};
+  const std::string identity = options.as.empty() ? caller_identity(**kube, config->user) : "";
+  AdvanceCaller caller{identity, config->ns, clock.now(), random_nonce()};
   return run_advance(**kube, options, caller, out, err);
 }
 
@@ -218,8 +232,8 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
   }
   const std::string who = options.as.empty() ? caller.identity : options.as;
   if (who.empty()) {
-    err << "stsresize advance: the kubeconfig context names no user, so the approval could not "
-           "say who gave it; pass --as NAME\n";
+    err << "stsresize advance: neither the API server (SelfSubjectReview) nor the kubeconfig "
+           "context names the user, so the request could not say who gave it; pass --as NAME\n";
     return kExitUsage;
   }
   const ObjectRef ref{Kind::StatefulSet, target->ns, target->name};

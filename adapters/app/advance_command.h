@@ -27,7 +27,7 @@ struct AdvanceOptions {
   bool abort = false;
   bool retry = false;
   bool dry_run = false;
-  std::string as{};  // the operator recorded; default: the kubeconfig user
+  std::string as{};  // the operator recorded; default: AdvanceCaller::identity
   std::string kubeconfig{};
   std::string context{};
 };
@@ -40,7 +40,9 @@ int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& 
 // What the command needs from outside the cluster: who, when, a nonce, and the namespace for a
 // target without one. Tests pass fixed values.
 struct AdvanceCaller {
-  std::string identity;  // the kubeconfig user (options.as overrides it)
+  // The user the API server authenticates (SelfSubjectReview), else the kubeconfig user;
+  // options.as overrides it.
+  std::string identity;
   std::string default_namespace = "default";
   TimePoint now;
   std::string nonce;

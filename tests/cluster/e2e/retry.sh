@@ -54,6 +54,16 @@ out=$(advance --retry --dry-run) || fail "advance --retry --dry-run exited $?: $
   fail "dry run says: $out"
 [[ -z $(annotation advance) ]] || fail "--dry-run wrote the advance annotation"
 ok "--dry-run: $(head -n 1 <<<"$out")"
+# Without --as, the name is the one the API server authenticates (the admin certificate's CN),
+# not the kubeconfig's name for its user entry.
+sed -E 's/^(- name|    user): admin$/\1: laptop-nickname/' "$KUBECONFIG" >"$work/renamed-user.kubeconfig"
+(($(grep -c 'laptop-nickname$' "$work/renamed-user.kubeconfig") == 2)) ||
+  fail "the user entry and its reference were not both renamed in a copy of $KUBECONFIG"
+out=$("$stsresize" advance "$ns/web" --kubeconfig "$work/renamed-user.kubeconfig" --retry --dry-run) ||
+  fail "advance --retry --dry-run (no --as) exited $?: $out"
+[[ $out == *"start a new operation: retry of $failed_id by admin: "* ]] ||
+  fail "without --as, the dry run does not name the authenticated user admin: $out"
+ok "without --as: signed by admin, the authenticated user (the kubeconfig calls it laptop-nickname)"
 clear_fault failJobPods
 out=$(advance --retry) || fail "advance --retry exited $?: $out"
 ok "$(head -n 1 <<<"$out")"
