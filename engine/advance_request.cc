@@ -37,7 +37,7 @@ ModeSetting approval_mode_of(const Json& statefulset) {
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event) {
   (void)from;
   if (event == PhaseEvent::CriticalError || event == PhaseEvent::ScaleBackDone ||
-      event == PhaseEvent::Abort) {
+      event == PhaseEvent::Abort || event == PhaseEvent::Skip) {
     return false;
   }
   switch (mode) {
@@ -182,7 +182,11 @@ std::string abort_refusal(const Operation& op, const std::vector<std::string>& s
       return which + " is in " + phase +
              ": the source claims were replaced and the data is already in the new claims, so "
              "there is nothing to roll back to. Let it finish (if it waits, `" +
-             approve + "`; watch it: " + watch + ")";
+             approve + "`; watch it: " + watch + ")" +
+             (op.phase == Phase::CleaningUp
+                  ? "; if it cannot delete its copy Jobs or backup claims, `" +
+                        skip_command(op.ns, op.statefulset) + "` ends it keeping them"
+                  : "");
     case Phase::Expanding:
       return which +
              " is in Expanding: a claim is never shrunk, so an expansion cannot be undone; it "
@@ -347,6 +351,145 @@ std::string retry_trigger(std::string_view old_operation, std::string_view by,
 
 std::string retry_command(std::string_view ns, std::string_view name) {
   return "stsresize advance " + std::string{ns} + "/" + std::string{name} + " --retry";
+}
+
+std::string skip_command(std::string_view ns, std::string_view name) {
+  return "stsresize advance " + std::string{ns} + "/" + std::string{name} + " --skip-step";
+}
+
+std::string skip_refusal(const Operation& op) {
+  const std::string which = "operation " + op.id + " is in " + std::string{to_string(op.phase)};
+  const std::string ns = "kubectl -n " + op.ns;
+  const std::string abort = "`" + abort_command(op.ns, op.statefulset) + "`";
+  const std::string approve = "`" + approve_command(op.ns, op.statefulset) + "`";
+  const std::string watch = ns + " get sts " + op.statefulset + " -L stsresize.dev/phase -L " +
+                            std::string{kAwaitingApprovalAnnotation} + " -w";
+  const std::string backups = ns +
+                              " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
+                              ",stsresize.dev/purpose=backup";
+  const std::string only = " (only CleaningUp can be skipped)";
+  switch (op.phase) {
+    case Phase::CleaningUp:
+      // Restoring verified every restore before CleaningUp; a claim without one would make its
+      // backup claim the only copy of its data: never skip past that (fold() cannot produce
+      // it, an edited annotation could).
+      for (const ClaimPlan& claim : op.claims) {
+        if (!claim.restore_verified) {
+          return which + " but the restore of " + claim.claim +
+                 " was never verified, so its backup claim " + naming::backup_claim(claim.claim) +
+                 " may hold the only copy of its data: not skipping. Compare the claims' data "
+                 "before anything else (" +
+                 backups + ")";
+        }
+      }
+      return {};
+    case Phase::Pending:
+      return "operation " + op.id + " has not started yet; there is no step to skip";
+    case Phase::UpdatingTemplate:
+      return which +
+             ", which re-creates the StatefulSet object from its saved definition with the new "
+             "templates: skipping it would leave the old templates (nothing to resize) or the "
+             "StatefulSet deleted and not created again" +
+             only + ". Let it finish (if it waits, " + approve + "); to stop the resize, run " +
+             abort + " once it is in Planning";
+    case Phase::Planning:
+      return which +
+             ", which only reads the cluster and decides which claims to resize and how: "
+             "skipping it would leave no plan to carry out" +
+             only + ". To stop the resize instead, run " + abort;
+    case Phase::ScalingDown:
+      return which +
+             ": skipping it would back up the volumes while their pods still write to them, so "
+             "whatever they write after the copy would be lost with the source claims" +
+             only + ". To stop the resize instead, run " + abort;
+    case Phase::BackingUp:
+      return which +
+             ": skipping it would delete the source claims without a verified backup, losing "
+             "their data" +
+             only + ". To stop the resize instead, run " + abort +
+             " (it deletes the backups made so far and scales back onto the untouched source "
+             "claims)";
+    case Phase::Recreating:
+      return which +
+             ": skipping it would leave source claims deleted (or about to be) and not created "
+             "again, with nothing for Restoring to copy into" +
+             only + ". While no source claim is deleted yet, " + abort +
+             " rolls back; after that the data is only in the backup claims (" + backups +
+             ") and the resize itself restores it: let it finish (watch it: " + watch + ")";
+    case Phase::Restoring:
+      return which +
+             ": the new claims would be empty or half copied, the pods would start without "
+             "their data, and CleaningUp would then delete the backup claims that hold it" +
+             only +
+             ". Let it finish; a restore Job that fails ends the operation in Failed "
+             "with the backup claims kept (" +
+             backups + "; watch it: " + watch + ")";
+    case Phase::ScalingUp:
+      return which +
+             ": the backups are removed only after the pods are Ready on the new claims, the "
+             "proof that the application works with its restored data; skipping would remove "
+             "them without that proof" +
+             only + ". Look at the pods (" + ns + " get pods; " + ns +
+             " describe pod POD): once every one is Ready the resize continues by itself";
+    case Phase::Expanding:
+      return which +
+             ": skipping it would end the operation Completed with claims that did not reach "
+             "the size asked for, and an expansion cannot be undone" +
+             only + ". It waits for the storage driver: look at the claims (" + ns +
+             " describe pvc CLAIM: conditions and events)";
+    case Phase::ScalingBack:
+      return which +
+             ": it is scaling back onto the intact source claims and removing this operation's "
+             "Jobs and backup claims; skipping it could leave the StatefulSet without its "
+             "replicas" +
+             only + ". It ends in Failed by itself (watch it: " + watch + ")";
+    case Phase::Completed:
+      return "operation " + op.id + " already ended in Completed; there is no step to skip";
+    case Phase::Failed:
+      return "operation " + op.id + " already ended in Failed" +
+             (op.failure.empty() ? "" : " (" + op.failure + ")") + "; there is no step to skip" +
+             (op.sources_intact() ? " (once the cause is fixed, `" +
+                                        retry_command(op.ns, op.statefulset) + "` starts it again)"
+                                  : "");
+  }
+  return "operation " + op.id + " is in an unknown phase";
+}
+
+std::string skip_mismatch(const AdvanceRequest& request, const Operation& op) {
+  if (request.action != "skip") return "action \"" + request.action + "\" is not skip";
+  if (request.operation != op.id) {
+    return "it skips a step of operation " + request.operation +
+           ", but the StatefulSet's operation is " + op.id;
+  }
+  if (request.phase != op.phase) {
+    return "it skips " + std::string{to_string(request.phase)} + ", but operation " + op.id +
+           " is now in " + std::string{to_string(op.phase)} + " (a skip names the step it skips)";
+  }
+  return skip_refusal(op);
+}
+
+std::vector<std::string> labelled_with(const Operation& op, const std::vector<Json>& objects) {
+  std::vector<std::string> names;
+  for (const Json& object : objects) {
+    if (has_operation_label(object, op)) names.push_back(k8s::name(object).value_or("?"));
+  }
+  return names;
+}
+
+std::string skip_keeps(const Operation& op, const std::vector<std::string>& claims,
+                       const std::vector<std::string>& jobs) {
+  const std::string label = "stsresize.dev/operation=" + naming::label_value(op.id);
+  if (claims.empty() && jobs.empty()) return "nothing (no claim or Job labelled " + label + ")";
+  std::string kept;
+  if (!claims.empty()) kept += (claims.size() == 1 ? "claim " : "claims ") + joined(claims);
+  if (!jobs.empty()) {
+    kept += (kept.empty() ? "" : " and ") + std::string{jobs.size() == 1 ? "Job " : "Jobs "} +
+            joined(jobs);
+  }
+  return kept + " (label " + label +
+         "); they are extra copies, delete them once no longer needed and before the next "
+         "resize of this StatefulSet, whose backups take the same names: kubectl -n " +
+         op.ns + " delete pvc,job -l " + label;
 }
 
 }  // namespace stsresize

@@ -11,7 +11,10 @@
 //                          action "approve" lets a waiting transition happen; "abort" rolls the
 //                          operation back (ScalingBack, then Failed) while every source claim
 //                          is intact, whether or not anything waits; "retry" starts a Failed
-//                          operation again, as a new operation, when its sources are intact.
+//                          operation again, as a new operation, when its sources are intact;
+//                          "skip" leaves the current step when skip_refusal() allows it
+//                          (CleaningUp only: the operation ends Completed, keeping what the
+//                          cleanup had not deleted yet).
 //
 // A transition that waits is recorded in the operation (Operation::awaiting, journaled as
 // ApprovalAwaited) and shown in stsresize.dev/awaiting-approval ("BackingUp -> Recreating").
@@ -47,7 +50,7 @@ ModeSetting approval_mode_of(const Json& statefulset);
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event);
 
 struct AdvanceRequest {
-  std::string action;  // "approve", "abort" or "retry"
+  std::string action;  // "approve", "abort", "retry" or "skip"
   Phase phase = Phase::Pending;
   std::string operation;
   std::string by;
@@ -115,5 +118,26 @@ std::string retry_mismatch(const AdvanceRequest& request, const Operation& op,
 std::string retry_trigger(std::string_view old_operation, std::string_view by,
                           std::string_view trigger);
 std::string retry_command(std::string_view ns, std::string_view name);
+
+// --skip-step: leave the current step without doing the rest of it. The allow-list: only
+// CleaningUp, whose remaining work (deleting this operation's copy Jobs and backup claims) can
+// be left undone without losing anything: every claim's restore was verified (Restoring) and
+// every pod is Ready on the new claims (ScalingUp), so the backup claims are extra copies, and
+// keeping them is the safe direction. The operation then ends Completed, and the objects keep
+// their stsresize.dev/operation label. Every other phase is refused, saying why skipping it
+// would lose data or leave the resize half done, and what to run instead. Empty: allowed.
+// The CLI decides with it before writing a skip request and the engine again before acting.
+std::string skip_refusal(const Operation& op);
+// Why `request` (action "skip") cannot skip `op`'s current step (empty: it can): another
+// operation, another phase than the one the person saw (a skip names the step it skips), or
+// skip_refusal(op).
+std::string skip_mismatch(const AdvanceRequest& request, const Operation& op);
+// The names of `objects` (claims, Jobs) labelled stsresize.dev/operation=<op>.
+std::vector<std::string> labelled_with(const Operation& op, const std::vector<Json>& objects);
+// What skipping CleaningUp leaves, for the CLI and the StepSkipped Event: "backup claims A, B
+// and Jobs C (label stsresize.dev/operation=ID); delete them once no longer needed ...".
+std::string skip_keeps(const Operation& op, const std::vector<std::string>& claims,
+                       const std::vector<std::string>& jobs);
+std::string skip_command(std::string_view ns, std::string_view name);
 
 }  // namespace stsresize

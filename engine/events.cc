@@ -363,6 +363,8 @@ std::expected<void, ReplayError> Folder::apply(const JournalRecord& record, cons
   if (auto applied = apply_event(record, event); !applied) {
     return std::unexpected(ReplayError{record.sequence, applied.error()});
   }
+  const auto* action = std::get_if<OperatorAction>(&event);
+  skip_taken_ = action && action->action == "skip" && action->refused.empty();
   state_->last_sequence = record.sequence;
   return {};
 }
@@ -465,6 +467,11 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
                                      std::string{to_string(e.event)} +
                                      " is refused by the state machine");
             }
+            if (e.event == PhaseEvent::Skip && !skip_taken_) {
+              return std::unexpected("transition " + std::string{to_string(e.from)} + " -> " +
+                                     std::string{to_string(e.to)} +
+                                     " on Skip without a person's accepted skip just before it");
+            }
             previous_phase_ = op.phase;
             op.phase = e.to;
             op.warning.clear();
@@ -566,6 +573,19 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
                 return std::unexpected("OperatorAction retry accepted in phase " +
                                        std::string{to_string(op.phase)} +
                                        (op.sources_intact() ? "" : " after a source delete"));
+              }
+              return {};
+            }
+            if (e.refused.empty() && e.action == "skip") {
+              // Taken only in the phase the person saw and where the allow-list lets a step be
+              // skipped; the PhaseChanged on Skip follows in the same append.
+              if (e.phase != op.phase) {
+                return std::unexpected("OperatorAction skip of " + std::string{to_string(e.phase)} +
+                                       " accepted in phase " + std::string{to_string(op.phase)});
+              }
+              if (const std::string why = skip_refusal(op); !why.empty()) {
+                return std::unexpected("OperatorAction skip accepted in phase " +
+                                       std::string{to_string(op.phase)} + ": " + why);
               }
               return {};
             }

@@ -111,11 +111,12 @@ struct ApprovalAwaited {
 // A person's `stsresize advance`, read from the stsresize.dev/advance annotation: who, when,
 // for which phase, and whether the engine accepted it. An accepted approval is journaled in
 // the same append as the PhaseChanged it allows; an accepted abort in the same append as the
-// StepFailed ("aborted by ...") and the PhaseChanged on Abort; an accepted retry ends the
+// StepFailed ("aborted by ...") and the PhaseChanged on Abort; an accepted skip in the same
+// append as the PhaseChanged on Skip (and OperationFinished); an accepted retry ends the
 // stream of a Failed operation, whose successor names it in its trigger. It changes nothing
 // else.
 struct OperatorAction {
-  std::string action;            // "approve", "abort", "retry"
+  std::string action;            // "approve", "abort", "retry", "skip"
   Phase phase = Phase::Pending;  // the phase the person saw (waiting, for an approval)
   std::string by;                // kubeconfig user or --as
   std::string at;                // RFC 3339, from the request
@@ -181,6 +182,9 @@ class Folder {
   const TransitionRules* rules_;
   std::optional<Operation> state_;
   std::optional<Phase> previous_phase_;
+  // The last record applied was an accepted OperatorAction skip: only then may a PhaseChanged
+  // on Skip follow (the engine never skips a step on its own).
+  bool skip_taken_ = false;
 };
 
 std::expected<Operation, ReplayError> fold(std::span<const JournalRecord> records,

@@ -79,6 +79,8 @@ std::string_view to_string(PhaseEvent event) {
       return "ScaleBackDone";
     case PhaseEvent::Abort:
       return "Abort";
+    case PhaseEvent::Skip:
+      return "Skip";
   }
   return "Unknown";
 }

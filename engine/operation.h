@@ -51,12 +51,16 @@ enum class PhaseEvent {
   ScaleBackDone,
   // A person's `stsresize advance --abort`: roll back while every source claim is intact.
   Abort,
+  // A person's `stsresize advance --skip-step`: leave a step that is safe to skip
+  // (skip_refusal(), engine/advance_request.h says which).
+  Skip,
 };
 inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
     PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
     PhaseEvent::StepDone,      PhaseEvent::CriticalError,
     PhaseEvent::ScaleBackDone, PhaseEvent::Abort,
+    PhaseEvent::Skip,
 };
 std::string_view to_string(PhaseEvent event);
 std::optional<PhaseEvent> parse_phase_event(std::string_view text);

@@ -1,6 +1,6 @@
 // The one translation unit that instantiates Boost.MSM.
 #define BOOST_MPL_CFG_NO_PREPROCESSED_HEADERS
-#define BOOST_MPL_LIMIT_VECTOR_SIZE 30
+#define BOOST_MPL_LIMIT_VECTOR_SIZE 40
 #define BOOST_MPL_LIMIT_MAP_SIZE 30
 #include "states/machine.h"
 
@@ -32,6 +32,7 @@ struct ScaleBackDone {};
 struct Abort {
   bool sources_intact = true;
 };
+struct Skip {};
 
 // States: one per Phase.
 template <Phase P>
@@ -102,7 +103,9 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< Planning,         Abort,               ScalingBack,      none,  Intact >,
     Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact >,
     Row< BackingUp,        Abort,               ScalingBack,      none,  Intact >,
-    Row< Recreating,       Abort,               ScalingBack,      none,  Intact >
+    Row< Recreating,       Abort,               ScalingBack,      none,  Intact >,
+    // A person's skip: CleaningUp only (skip_refusal() in engine/advance_request.h says why)
+    Row< CleaningUp,       Skip,                Completed,        none,  none   >
   > {};
   // clang-format on
 
@@ -210,6 +213,9 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
       break;
     case PhaseEvent::Abort:
       m.process_event(Abort{sources_intact});
+      break;
+    case PhaseEvent::Skip:
+      m.process_event(Skip{});
       break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without

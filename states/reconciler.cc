@@ -151,14 +151,19 @@ class Reconciler::Session final : public StepJournal {
   std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason,
                                                std::vector<Event> approval = {});
   // Before the step runs: a stsresize.dev/advance request that is not an approval of what
-  // waits (an abort; anything once the operation has ended) is taken or refused here. nullopt:
-  // go on with the step (op_ may now be in ScalingBack).
+  // waits (an abort, a retry, a skip; anything once the operation has ended) is taken or
+  // refused here. nullopt: go on with the step (op_ may now be in ScalingBack or Completed).
   std::optional<ReconcileResult> take_operator_request();
   // `stsresize advance --retry` of the Failed op_: decided again here (retry_mismatch), then
   // journaled on op_'s stream and a new operation begun, whose first write also removes the
   // request and the label stsresize.dev/failed.
   // nullopt: refused (journaled, removed, a Warning); the reconcile goes on.
   std::optional<ReconcileResult> take_retry(const std::string& text, const AdvanceRequest& request);
+  // `stsresize advance --skip-step`: decided again here (skip_mismatch); accepted, the
+  // OperatorAction, the PhaseChanged on Skip and OperationFinished in one append, the state
+  // and the request's removal in one write, and an Event StepSkipped naming what is kept.
+  // nullopt: taken or refused (journaled, removed, a Warning); the reconcile goes on.
+  std::optional<ReconcileResult> take_skip(const std::string& text, const AdvanceRequest& request);
 
   // Journal first; then the in-memory state. Refuses what fold would refuse.
   std::expected<void, std::string> append(const std::vector<Event>& events);
@@ -487,7 +492,8 @@ std::expected<void, std::string> Reconciler::Session::refuse_advance(
   consumed_advance_ = text;
   if (auto written = write_annotation(); !written) return written;
   std::string message = "stsresize advance by " + action.by + " refused: " + why + ". ";
-  if (request && (request->action == "abort" || request->action == "retry")) {
+  if (request &&
+      (request->action == "abort" || request->action == "retry" || request->action == "skip")) {
     message += "Nothing was changed";
     if (!is_terminal(op_.phase) && abort_refusal(op_).empty()) {
       message +=
@@ -545,6 +551,13 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
           ",stsresize.dev/purpose=backup)";
     }
     note(EventSeverity::Warning, "ResizeFailed", message);
+  } else if (event == PhaseEvent::Skip) {
+    note(EventSeverity::Normal, "StepSkipped",
+         "operation " + op_.id + ": " + std::string{to_string(from)} + " skipped by " +
+             approved_by + ", kept: " + reason);
+    note(EventSeverity::Normal, "ResizeCompleted",
+         "operation " + op_.id + ": " + transition + " (" + std::string{to_string(from)} +
+             " skipped by " + approved_by + ")");
   } else if (event == PhaseEvent::Abort) {
     note(EventSeverity::Normal, "ResizeAborting",
          "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
@@ -572,9 +585,11 @@ std::optional<ReconcileResult> Reconciler::Session::take_operator_request() {
   auto request = decode_advance_request(*text);
   const bool abort = request && request->action == "abort";
   const bool retry_request = request && request->action == "retry";
+  const bool skip = request && request->action == "skip";
   // An approval (or an unreadable request) of a running operation: hold_for_approval's.
-  if (!abort && !retry_request && !is_terminal(op_.phase)) return std::nullopt;
+  if (!abort && !retry_request && !skip && !is_terminal(op_.phase)) return std::nullopt;
   if (retry_request) return take_retry(*text, *request);
+  if (skip) return take_skip(*text, *request);
   std::optional<AdvanceRequest> readable;
   if (request) readable = *request;
   // A source delete asked for but not finished (pvc-protection) is not in op_ yet.
@@ -633,6 +648,31 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   retry_of_ = std::pair{op_.id, request.by};
   if (auto requested = resize_request_of(sts_)) return start_requested(*requested);
   return start();
+}
+
+std::optional<ReconcileResult> Reconciler::Session::take_skip(const std::string& text,
+                                                              const AdvanceRequest& request) {
+  if (const std::string why = skip_mismatch(request, op_); !why.empty()) {
+    if (auto refused = refuse_advance(text, request, why); !refused) {
+      return retry(refused.error());
+    }
+    return std::nullopt;
+  }
+  // What the skipped cleanup leaves, for the Event: listed before anything is journaled, so
+  // that a failed list changes nothing.
+  ListOptions ours;
+  ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op_.id);
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto jobs = r_.kube_.list(Kind::Job, ref_.ns, ours);
+  if (!jobs) return retry("listing jobs: " + jobs.error().message);
+  const std::string kept =
+      skip_keeps(op_, labelled_with(op_, claims->items), labelled_with(op_, jobs->items));
+  consumed_advance_ = text;
+  const std::vector<Event> action{events::OperatorAction{
+      request.action, request.phase, request.by, request.at, request.nonce, {}}};
+  if (auto advanced = advance(PhaseEvent::Skip, kept, action); !advanced) return advanced.error();
+  return std::nullopt;
 }
 
 ReconcileResult Reconciler::Session::drive() {

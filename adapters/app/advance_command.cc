@@ -14,6 +14,7 @@
 #include "engine/advance_request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
+#include "engine/naming.h"
 #include "engine/timestamp.h"
 
 namespace stsresize::cli {
@@ -21,7 +22,8 @@ namespace stsresize::cli {
 namespace {
 
 constexpr std::string_view kSummary =
-    "Approve the next transition of a resize held by stsresize.dev/mode; abort or retry a resize";
+    "Approve the next transition of a resize held by stsresize.dev/mode; abort or retry a "
+    "resize, or skip its cleanup";
 
 constexpr std::string_view kFooter =
     "A StatefulSet annotated stsresize.dev/mode=manual has every transition of its resize\n"
@@ -59,20 +61,33 @@ constexpr std::string_view kFooter =
     "NAME\". After a source claim was replaced it is refused: the data is then in the backup\n"
     "claims, which the message names.\n"
     "\n"
+    "`advance --skip-step` leaves the current step undone and moves on, only where that loses\n"
+    "nothing: CleaningUp (every restore verified, every pod Ready on the new claims; it deletes\n"
+    "the operation's copy Jobs and backup claims, and can hang on a claim that will not go).\n"
+    "The controller checks again, journals it, ends the operation Completed and names in an\n"
+    "Event StepSkipped the claims and Jobs it keeps (label stsresize.dev/operation=<id>):\n"
+    "delete them yourself once no longer needed, and before the next resize. Every other step\n"
+    "is refused with why and what to run instead: skipping ScalingDown, BackingUp or\n"
+    "Recreating would lose data (--abort stops those), Restoring would leave empty claims,\n"
+    "ScalingUp is the proof that the pods work on the new claims, Expanding would leave claims\n"
+    "smaller than asked for, and UpdatingTemplate, Planning and ScalingBack hold the\n"
+    "StatefulSet's definition, plan or replicas.\n"
+    "\n"
     "Examples:\n"
     "  kubectl annotate sts web stsresize.dev/mode=manual\n"
     "  stsresize advance shop/web --approve --dry-run\n"
     "  stsresize advance shop/web --approve --as alice\n"
     "  stsresize advance shop/web --abort\n"
     "  stsresize advance shop/web --retry --dry-run\n"
+    "  stsresize advance shop/web --skip-step --dry-run\n"
     "\n"
     "Exit codes:\n"
-    "  0  approval, abort or retry written (--dry-run: would be written)\n"
+    "  0  approval, abort, retry or skip written (--dry-run: would be written)\n"
     "  2  bad flags or arguments, unusable credentials\n"
     "  4  the API server could not be reached, or refused or failed the request\n"
-    "  5  refused: nothing waits, the operation cannot be aborted or retried now, another\n"
-    "     request is pending, or the state is unreadable; the message says why and what to\n"
-    "     run instead";
+    "  5  refused: nothing waits, the operation cannot be aborted, retried or skipped now\n"
+    "     (the step is not one that is safe to skip), another request is pending, or the\n"
+    "     state is unreadable; the message says why and what to run instead";
 
 struct Target {
   std::string ns;
@@ -120,17 +135,19 @@ std::expected<KubeConfig, std::string> load_credentials(const AdvanceOptions& op
   return load_kubeconfig(*path, options.context);
 }
 
-// Exactly one of --approve, --abort and --retry.
+// Exactly one of --approve, --abort, --retry and --skip-step.
 bool action_is_clear(const AdvanceOptions& options, std::ostream& err) {
-  const int actions = int{options.approve} + int{options.abort} + int{options.retry};
+  const int actions =
+      int{options.approve} + int{options.abort} + int{options.retry} + int{options.skip_step};
   if (actions > 1) {
-    err << "stsresize advance: --approve, --abort and --retry exclude each other: say one\n";
+    err << "stsresize advance: --approve, --abort, --retry and --skip-step exclude each other: "
+           "say one\n";
     return false;
   }
   if (actions == 0) {
     err << "stsresize advance: say what to do: --approve continues the transition that waits "
-           "for approval, --abort rolls the resize back, --retry starts a failed one again (see "
-           "`stsresize advance --help`)\n";
+           "for approval, --abort rolls the resize back, --retry starts a failed one again, "
+           "--skip-step leaves a step that is safe to skip (see `stsresize advance --help`)\n";
     return false;
   }
   return true;
@@ -191,6 +208,9 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
   advance->add_flag("--retry", options.retry,
                     "Start a failed resize again as a new operation (only when it failed before "
                     "a source claim was deleted)");
+  advance->add_flag("--skip-step", options.skip_step,
+                    "End the resize without the rest of its current step, keeping what that "
+                    "step would delete (only CleaningUp: its backup claims and copy Jobs)");
   advance->add_flag("--dry-run", options.dry_run,
                     "Check and show what would be written, write nothing");
   advance->add_option("--as", options.as,
@@ -220,6 +240,268 @@ int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& 
   AdvanceCaller caller{identity, config->ns, clock.now(), random_nonce()};
   return run_advance(**kube, options, caller, out, err);
 }
+
+namespace {
+
+// One attempt of run_advance: the StatefulSet as read, its operation, and how to answer.
+struct Attempt {
+  Kubernetes& kube;
+  const AdvanceOptions& options;
+  const AdvanceCaller& caller;
+  const Target& target;
+  const std::string& who;
+  const Json& object;
+  const Operation& op;
+  const std::string& changed;  // after a 409: the start of the next refusal
+  std::ostream& out;
+  std::ostream& err;
+
+  std::string sts() const { return target.ns + "/" + target.name; }
+  int refuse(const std::string& why) const {
+    err << "stsresize advance: refused: " << changed << why << "\n";
+    return kExitRefused;
+  }
+  std::string watch() const {
+    return "kubectl -n " + target.ns + " get sts " + target.name + " -L stsresize.dev/phase -w";
+  }
+  AdvanceRequest request(std::string action) const {
+    return {std::move(action), op.phase, op.id, who, format_timestamp(caller.now), caller.nonce};
+  }
+};
+
+// Returned by a branch whose write met a 409: read again and decide again.
+constexpr int kReadAgain = -1;
+
+// The stsresize.dev/advance request already on the StatefulSet, checked before `action` is
+// written over it, for every action alike. Refused (the error: why) when the controller will
+// still take the pending one: the same action for this operation not taken yet (an approval:
+// of the transition that waits now), or, while the operation runs, an abort or a skip of it,
+// which the controller takes before its next step, ahead of anything else. Otherwise the
+// pending request is replaced, and the value says so for the output (empty: none pending).
+std::expected<std::string, std::string> pending_request(const Attempt& at,
+                                                        std::string_view action) {
+  auto text = advance_request_of(at.object);
+  if (!text) return std::string{};
+  auto pending = decode_advance_request(*text);
+  if (!pending) {
+    return " (replaces the pending " + std::string{kAdvanceAnnotation} +
+           ", which is unreadable: " + pending.error() + ")";
+  }
+  const bool ours = pending->operation == at.op.id;
+  auto what = [&] {
+    if (pending->action == "approve" && at.op.awaiting) {
+      return "approval of " + transition_of(*at.op.awaiting);
+    }
+    if (pending->action == "skip") return "skip of " + std::string{to_string(pending->phase)};
+    return pending->action;
+  };
+  const bool same = ours && pending->action == action &&
+                    (action != "approve" || approval_mismatch(*pending, at.op).empty());
+  if (same) {
+    const bool approval = action == "approve";
+    return std::unexpected(
+        "the " + what() + (approval ? " for" : " of") + " operation " + at.op.id +
+        (approval ? " was already given by " : " was already requested by ") + pending->by +
+        " at " + pending->at +
+        " and the controller has not taken it yet: is `stsresize run` "
+        "running? (kubectl -n " +
+        at.target.ns + " get events --field-selector involvedObject.name=" + at.target.name + ")");
+  }
+  if (ours && !is_terminal(at.op.phase) && pending->action != action &&
+      (pending->action == "abort" || pending->action == "skip")) {
+    return std::unexpected("the " + what() + " of operation " + at.op.id + " requested by " +
+                           pending->by + " at " + pending->at +
+                           " is pending; the controller takes it before its next step, ahead of "
+                           "any other request: run this again once it is taken (" +
+                           at.watch() + ")");
+  }
+  std::string why_stale;
+  if (pending->action == "approve") {
+    if (std::string mismatch = approval_mismatch(*pending, at.op); !mismatch.empty()) {
+      why_stale = ", which the controller would refuse: " + mismatch;
+    }
+  }
+  return " (replaces the pending " + std::string{kAdvanceAnnotation} + " " + pending->action +
+         " by " + pending->by + why_stale + ")";
+}
+
+// Writes the request; kReadAgain after a 409, kExitClusterUnreachable when it failed.
+int write(const Attempt& at, const std::string& text) {
+  const Written written = write_request(at.kube, at.object, text, at.sts(), at.err);
+  if (written == Written::Done) return kExitOk;
+  return written == Written::Failed ? kExitClusterUnreachable : kReadAgain;
+}
+
+int retry_branch(const Attempt& at) {
+  const Operation& op = at.op;
+  auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns);
+  auto jobs = claims ? at.kube.list(Kind::Job, at.target.ns) : std::unexpected(claims.error());
+  auto classes = at.kube.list(Kind::StorageClass, "");
+  if (!claims || !jobs || (!classes && classes.error().code != KubeErrorCode::Forbidden)) {
+    const KubeError& e = !claims ? claims.error() : !jobs ? jobs.error() : classes.error();
+    at.err << "stsresize advance: reading the claims, Jobs and StorageClasses of " << at.target.ns
+           << ": " << to_string(e.code) << ": " << e.message << "\n";
+    return kExitClusterUnreachable;
+  }
+  std::optional<std::vector<Json>> class_list;
+  if (classes) class_list = classes->items;
+  const auto wanted = wanted_resize(at.object, claims->items, class_list);
+  if (const std::string why = retry_refusal(op, claims->items, jobs->items, wanted); !why.empty()) {
+    return at.refuse(why);
+  }
+  auto replacing = pending_request(at, "retry");
+  if (!replacing) return at.refuse(replacing.error());
+  const std::string text = encode_advance_request(at.request("retry"));
+  const std::string then = "remove the label " + std::string{kFailedLabel} +
+                           " and start a new operation: " + retry_trigger(op.id, at.who, *wanted);
+  if (at.options.dry_run) {
+    at.out << "dry run: would retry operation " << op.id << " on " << at.sts()
+           << " (failed: " << op.failure << ") as " << at.who << *replacing << "\n"
+           << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+           << "the controller would then check again, journal OperatorAction on " << op.id << ", "
+           << then << "\n";
+    return kExitOk;
+  }
+  if (const int written = write(at, text); written != kExitOk) return written;
+  at.out << "retry of operation " << op.id << " on " << at.sts() << " requested as " << at.who
+         << *replacing << "\n"
+         << "the controller checks again, journals it and will " << then << ": " << at.watch()
+         << "\n";
+  return kExitOk;
+}
+
+int abort_branch(const Attempt& at) {
+  const Operation& op = at.op;
+  std::vector<std::string> going;
+  if (op.phase == Phase::Recreating) {
+    auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns);
+    if (!claims) {
+      at.err << "stsresize advance: listing the claims of " << at.target.ns << ": "
+             << to_string(claims.error().code) << ": " << claims.error().message << "\n";
+      return kExitClusterUnreachable;
+    }
+    going = sources_going(op, claims->items);
+  }
+  if (const std::string why = abort_refusal(op, going); !why.empty()) return at.refuse(why);
+  auto replacing = pending_request(at, "abort");
+  if (!replacing) return at.refuse(replacing.error());
+  const std::string text = encode_advance_request(at.request("abort"));
+  const std::string then =
+      "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
+      " replicas on the source claims, delete this operation's copy Jobs and backup claims, "
+      "and end in Failed (\"" +
+      abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")";
+  if (at.options.dry_run) {
+    at.out << "dry run: would abort operation " << op.id << " on " << at.sts() << " in phase "
+           << to_string(op.phase) << " as " << at.who << *replacing << "\n"
+           << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+           << "the controller would then journal OperatorAction and " << then << "\n";
+    return kExitOk;
+  }
+  if (const int written = write(at, text); written != kExitOk) return written;
+  at.out << "abort of operation " << op.id << " on " << at.sts() << " (in phase "
+         << to_string(op.phase) << ") requested as " << at.who << *replacing << "\n"
+         << "the controller takes it before its next step: it will journal OperatorAction and "
+         << then << ": " << at.watch() << "\n";
+  return kExitOk;
+}
+
+int skip_branch(const Attempt& at) {
+  const Operation& op = at.op;
+  if (const std::string why = skip_refusal(op); !why.empty()) return at.refuse(why);
+  ListOptions ours;
+  ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op.id);
+  auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns, ours);
+  auto jobs =
+      claims ? at.kube.list(Kind::Job, at.target.ns, ours) : std::unexpected(claims.error());
+  if (!claims || !jobs) {
+    const KubeError& e = !claims ? claims.error() : jobs.error();
+    at.err << "stsresize advance: listing the claims and Jobs of operation " << op.id << ": "
+           << to_string(e.code) << ": " << e.message << "\n";
+    return kExitClusterUnreachable;
+  }
+  auto replacing = pending_request(at, "skip");
+  if (!replacing) return at.refuse(replacing.error());
+  const std::string text = encode_advance_request(at.request("skip"));
+  const std::string phase{to_string(op.phase)};
+  const std::string then =
+      "end the operation in Completed without the rest of " + phase + ", keeping " +
+      skip_keeps(op, labelled_with(op, claims->items), labelled_with(op, jobs->items));
+  if (at.options.dry_run) {
+    at.out << "dry run: would skip " << phase << " of operation " << op.id << " on " << at.sts()
+           << " as " << at.who << *replacing << "\n"
+           << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+           << "the controller would then check again, journal OperatorAction and " << then << "\n";
+    return kExitOk;
+  }
+  if (const int written = write(at, text); written != kExitOk) return written;
+  at.out << "skip of " << phase << " of operation " << op.id << " on " << at.sts()
+         << " requested as " << at.who << *replacing << "\n"
+         << "the controller takes it before its next step: it will check again, journal "
+            "OperatorAction and "
+         << then << "\nwatch it: " << at.watch() << "\n";
+  return kExitOk;
+}
+
+int approve_branch(const Attempt& at) {
+  const Operation& op = at.op;
+  if (is_terminal(op.phase)) {
+    return at.refuse("operation " + op.id + " on " + at.sts() + " ended in phase " +
+                     std::string{to_string(op.phase)} +
+                     (op.failure.empty() ? "" : " (" + op.failure + ")") +
+                     "; nothing waits for approval. `stsresize replay --journal "
+                     "JOURNAL --operation " +
+                     op.id + "` shows its history; once the cause is fixed, `" +
+                     retry_command(at.target.ns, at.target.name) +
+                     "` starts it again (if it failed before a source claim was "
+                     "deleted)");
+  }
+  const ModeSetting mode = approval_mode_of(at.object);
+  if (!op.awaiting) {
+    return at.refuse(
+        "operation " + op.id + " is in phase " + std::string{to_string(op.phase)} +
+        " and waits for no approval (" + std::string{kModeAnnotation} + ": " +
+        std::string{to_string(mode.mode)} + "). Run it again when the StatefulSet shows " +
+        std::string{kAwaitingApprovalAnnotation} + " (kubectl -n " + at.target.ns + " get sts " +
+        at.target.name + " -L " + std::string{kAwaitingApprovalAnnotation} + " -w)");
+  }
+  const std::string transition = transition_of(*op.awaiting);
+  auto replacing = pending_request(at, "approve");
+  if (!replacing) return at.refuse(replacing.error());
+  const std::string text = encode_advance_request(at.request("approve"));
+  if (at.options.dry_run) {
+    at.out << "dry run: would approve " << transition << " of operation " << op.id << " on "
+           << at.sts() << " as " << at.who << *replacing << "\n"
+           << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+           << "the controller would then journal OperatorAction, remove the annotation and move "
+              "to "
+           << to_string(op.awaiting->to) << "\n";
+    return kExitOk;
+  }
+  if (const int written = write(at, text); written != kExitOk) return written;
+  at.out << "approved " << transition << " of operation " << op.id << " on " << at.sts() << " as "
+         << at.who << *replacing << "\n"
+         << "the controller continues on its next watch event: kubectl -n " << at.target.ns
+         << " get sts " << at.target.name << " -L stsresize.dev/phase -L "
+         << kAwaitingApprovalAnnotation << " -w\n";
+  return kExitOk;
+}
+
+std::string_view action_name(const AdvanceOptions& options) {
+  return options.abort       ? "abort"
+         : options.retry     ? "retry"
+         : options.skip_step ? "skip"
+                             : "approval";
+}
+
+std::string command_of(const AdvanceOptions& options, const Target& target) {
+  return options.abort       ? abort_command(target.ns, target.name)
+         : options.retry     ? retry_command(target.ns, target.name)
+         : options.skip_step ? skip_command(target.ns, target.name)
+                             : approve_command(target.ns, target.name);
+}
+
+}  // namespace
 
 int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCaller& caller,
                 std::ostream& out, std::ostream& err) {
@@ -271,6 +553,12 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
     if (!operation->has_value() && options.abort) {
       return refuse(changed, sts + " has no resize in progress, so there is nothing to abort");
     }
+    if (!operation->has_value() && options.skip_step) {
+      return refuse(changed, sts +
+                                 " has no resize in progress, so there is no step to skip "
+                                 "(`stsresize status -n " +
+                                 target->ns + " " + target->name + "` shows the last one)");
+    }
     if (!operation->has_value()) {
       return refuse(changed,
                     sts +
@@ -283,200 +571,18 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                         "waits for `" +
                         approve + "`");
     }
-    const Operation& op = **operation;
-    if (options.retry) {
-      auto claims = kube.list(Kind::PersistentVolumeClaim, target->ns);
-      auto jobs = claims ? kube.list(Kind::Job, target->ns) : std::unexpected(claims.error());
-      auto classes = kube.list(Kind::StorageClass, "");
-      if (!claims || !jobs || (!classes && classes.error().code != KubeErrorCode::Forbidden)) {
-        const KubeError& e = !claims ? claims.error() : !jobs ? jobs.error() : classes.error();
-        err << "stsresize advance: reading the claims, Jobs and StorageClasses of " << target->ns
-            << ": " << to_string(e.code) << ": " << e.message << "\n";
-        return kExitClusterUnreachable;
-      }
-      std::optional<std::vector<Json>> class_list;
-      if (classes) class_list = classes->items;
-      const auto wanted = wanted_resize(*object, claims->items, class_list);
-      if (const std::string why = retry_refusal(op, claims->items, jobs->items, wanted);
-          !why.empty()) {
-        return refuse(changed, why);
-      }
-      std::string replacing;
-      if (auto pending_text = advance_request_of(*object)) {
-        auto pending = decode_advance_request(*pending_text);
-        if (pending && pending->action == "retry" && pending->operation == op.id) {
-          return refuse(changed, "the retry of operation " + op.id + " was already requested by " +
-                                     pending->by + " at " + pending->at +
-                                     " and the controller has not taken it yet: is `stsresize run` "
-                                     "running? (kubectl -n " +
-                                     target->ns +
-                                     " get events --field-selector involvedObject.name=" +
-                                     target->name + ")");
-        }
-        replacing = " (replaces the stale " + std::string{kAdvanceAnnotation} + " " +
-                    (pending ? pending->action + " by " + pending->by : "that is unreadable") + ")";
-      }
-      const AdvanceRequest request{"retry",     op.phase, op.id, who, format_timestamp(caller.now),
-                                   caller.nonce};
-      const std::string text = encode_advance_request(request);
-      const std::string then = "remove the label " + std::string{kFailedLabel} +
-                               " and start a new operation: " + retry_trigger(op.id, who, *wanted);
-      if (options.dry_run) {
-        out << "dry run: would retry operation " << op.id << " on " << sts
-            << " (failed: " << op.failure << ") as " << who << replacing << "\n"
-            << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
-            << "the controller would then check again, journal OperatorAction on " << op.id << ", "
-            << then << "\n";
-        return kExitOk;
-      }
-      if (const Written written = write_request(kube, *object, text, sts, err);
-          written != Written::Done) {
-        if (written == Written::Failed) return kExitClusterUnreachable;
-        changed = changed_while_writing("retry");
-        continue;
-      }
-      out << "retry of operation " << op.id << " on " << sts << " requested as " << who << replacing
-          << "\n"
-          << "the controller checks again, journals it and will " << then << ": kubectl -n "
-          << target->ns << " get sts " << target->name << " -L stsresize.dev/phase -w\n";
-      return kExitOk;
-    }
-    if (options.abort) {
-      std::vector<std::string> going;
-      if (op.phase == Phase::Recreating) {
-        auto claims = kube.list(Kind::PersistentVolumeClaim, target->ns);
-        if (!claims) {
-          err << "stsresize advance: listing the claims of " << target->ns << ": "
-              << to_string(claims.error().code) << ": " << claims.error().message << "\n";
-          return kExitClusterUnreachable;
-        }
-        going = sources_going(op, claims->items);
-      }
-      if (const std::string why = abort_refusal(op, going); !why.empty()) {
-        return refuse(changed, why);
-      }
-      std::string replacing;
-      if (auto pending_text = advance_request_of(*object)) {
-        auto pending = decode_advance_request(*pending_text);
-        if (pending && pending->action == "abort" && pending->operation == op.id) {
-          return refuse(changed, "the abort of operation " + op.id + " was already requested by " +
-                                     pending->by + " at " + pending->at +
-                                     " and the controller has not taken it yet: is `stsresize run` "
-                                     "running? (kubectl -n " +
-                                     target->ns +
-                                     " get events --field-selector involvedObject.name=" +
-                                     target->name + ")");
-        }
-        replacing = " (replaces the pending " + std::string{kAdvanceAnnotation} + " " +
-                    (pending ? pending->action + " by " + pending->by : "that is unreadable") + ")";
-      }
-      const AdvanceRequest request{"abort",     op.phase, op.id, who, format_timestamp(caller.now),
-                                   caller.nonce};
-      const std::string text = encode_advance_request(request);
-      const std::string then =
-          "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
-          " replicas on the source claims, delete this operation's copy Jobs and backup claims, "
-          "and end in Failed (\"" +
-          abort_failure(who, op.phase) + "\", label " + std::string{kFailedLabel} + ")";
-      if (options.dry_run) {
-        out << "dry run: would abort operation " << op.id << " on " << sts << " in phase "
-            << to_string(op.phase) << " as " << who << replacing << "\n"
-            << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
-            << "the controller would then journal OperatorAction and " << then << "\n";
-        return kExitOk;
-      }
-      if (const Written written = write_request(kube, *object, text, sts, err);
-          written != Written::Done) {
-        if (written == Written::Failed) return kExitClusterUnreachable;
-        changed = changed_while_writing("abort");
-        continue;
-      }
-      out << "abort of operation " << op.id << " on " << sts << " (in phase " << to_string(op.phase)
-          << ") requested as " << who << replacing << "\n"
-          << "the controller takes it before its next step: it will journal OperatorAction and "
-          << then << ": kubectl -n " << target->ns << " get sts " << target->name
-          << " -L stsresize.dev/phase -w\n";
-      return kExitOk;
-    }
-    if (is_terminal(op.phase)) {
-      return refuse(changed, "operation " + op.id + " on " + sts + " ended in phase " +
-                                 std::string{to_string(op.phase)} +
-                                 (op.failure.empty() ? "" : " (" + op.failure + ")") +
-                                 "; nothing waits for approval. `stsresize replay --journal "
-                                 "JOURNAL --operation " +
-                                 op.id + "` shows its history; once the cause is fixed, `" +
-                                 retry_command(target->ns, target->name) +
-                                 "` starts it again (if it failed before a source claim was "
-                                 "deleted)");
-    }
-    const ModeSetting mode = approval_mode_of(*object);
-    if (!op.awaiting) {
-      return refuse(changed, "operation " + op.id + " is in phase " +
-                                 std::string{to_string(op.phase)} + " and waits for no approval (" +
-                                 std::string{kModeAnnotation} + ": " +
-                                 std::string{to_string(mode.mode)} +
-                                 "). Run it again when the StatefulSet shows " +
-                                 std::string{kAwaitingApprovalAnnotation} + " (kubectl -n " +
-                                 target->ns + " get sts " + target->name + " -L " +
-                                 std::string{kAwaitingApprovalAnnotation} + " -w)");
-    }
-    const std::string transition = transition_of(*op.awaiting);
-    std::string replacing;
-    if (auto pending_text = advance_request_of(*object)) {
-      auto pending = decode_advance_request(*pending_text);
-      if (pending && pending->action == "abort" && pending->operation == op.id) {
-        return refuse(changed, "the abort of operation " + op.id + " requested by " + pending->by +
-                                   " at " + pending->at +
-                                   " is pending; the controller takes it before any approval "
-                                   "(kubectl -n " +
-                                   target->ns + " get sts " + target->name +
-                                   " -L stsresize.dev/phase -w)");
-      }
-      if (pending && approval_mismatch(*pending, op).empty()) {
-        return refuse(changed,
-                      "the approval of " + transition + " for operation " + op.id +
-                          " was already given by " + pending->by + " at " + pending->at +
-                          " and the controller has not taken it yet: is `stsresize "
-                          "run` running? (kubectl -n " +
-                          target->ns +
-                          " get events --field-selector involvedObject.name=" + target->name + ")");
-      }
-      replacing = " (replaces a stale " + std::string{kAdvanceAnnotation} +
-                  " that the controller would refuse: " +
-                  (pending ? approval_mismatch(*pending, op) : pending.error()) + ")";
-    }
-    const AdvanceRequest request{"approve",   op.phase, op.id, who, format_timestamp(caller.now),
-                                 caller.nonce};
-    const std::string text = encode_advance_request(request);
-    if (options.dry_run) {
-      out << "dry run: would approve " << transition << " of operation " << op.id << " on " << sts
-          << " as " << who << replacing << "\n"
-          << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
-          << "the controller would then journal OperatorAction, remove the annotation and move "
-             "to "
-          << to_string(op.awaiting->to) << "\n";
-      return kExitOk;
-    }
-    if (const Written written = write_request(kube, *object, text, sts, err);
-        written != Written::Done) {
-      if (written == Written::Failed) return kExitClusterUnreachable;
-      changed = changed_while_writing("approval");
-      continue;
-    }
-    out << "approved " << transition << " of operation " << op.id << " on " << sts << " as " << who
-        << replacing << "\n"
-        << "the controller continues on its next watch event: kubectl -n " << target->ns
-        << " get sts " << target->name << " -L stsresize.dev/phase -L "
-        << kAwaitingApprovalAnnotation << " -w\n";
-    return kExitOk;
+    const Attempt at{kube, options, caller, *target, who, *object, **operation, changed, out, err};
+    const int code = options.retry       ? retry_branch(at)
+                     : options.abort     ? abort_branch(at)
+                     : options.skip_step ? skip_branch(at)
+                                         : approve_branch(at);
+    if (code != kReadAgain) return code;
+    changed = changed_while_writing(action_name(options));
   }
   err << "stsresize advance: the StatefulSet " << sts
       << " kept changing while the request was being written (409 Conflict five times); "
          "nothing was written: run `"
-      << (options.abort   ? abort_command(target->ns, target->name)
-          : options.retry ? retry_command(target->ns, target->name)
-                          : approve)
-      << "` again\n";
+      << command_of(options, *target) << "` again\n";
   return kExitClusterUnreachable;
 }
 

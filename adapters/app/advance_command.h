@@ -2,7 +2,9 @@
 // `stsresize advance NS/STS --approve`: lets an operation held by stsresize.dev/mode (manual or
 // step) take its next transition. `--abort`: rolls an operation back onto its source claims
 // (ScalingBack, then Failed) while none of them has been deleted. `--retry`: starts a Failed
-// operation whose source claims are intact again, as a new operation. It talks to the controller
+// operation whose source claims are intact again, as a new operation. `--skip-step`: ends an
+// operation in CleaningUp as Completed, keeping its remaining backup claims and copy Jobs (the
+// only step that is safe to skip, engine/advance_request.h). It talks to the controller
 // only through the StatefulSet: it writes the stsresize.dev/advance annotation
 // (engine/advance_request.h) with the resourceVersion it read, and the controller consumes it on
 // the next watch event, journals it as an OperatorAction with the caller's identity and moves on.
@@ -26,6 +28,7 @@ struct AdvanceOptions {
   bool approve = false;
   bool abort = false;
   bool retry = false;
+  bool skip_step = false;
   bool dry_run = false;
   std::string as{};  // the operator recorded; default: AdvanceCaller::identity
   std::string kubeconfig{};

@@ -818,6 +818,22 @@ std::string render_describe(const DescribeInput& input, TimePoint now) {
         field(out, "History",
               "in the journal only: add --journal FILE (given to `stsresize run --journal`)");
       }
+      if (!row->operation_id.empty()) {
+        // A cleanup skipped (`stsresize advance --skip-step`) keeps them, labelled.
+        const auto claims = belonging(input.claims, ns, name, row->operation_id);
+        const auto jobs = belonging(input.jobs, ns, name, row->operation_id);
+        if (!claims.empty() || !jobs.empty()) {
+          const std::string label =
+              std::string{kOperationLabel} + "=" + naming::label_value(row->operation_id);
+          out += "\nKept by operation " + row->operation_id + " (its cleanup was skipped): " +
+                 plural(static_cast<std::int64_t>(claims.size()), "claim", "claims") + " and " +
+                 plural(static_cast<std::int64_t>(jobs.size()), "Job", "Jobs") +
+                 ", listed below.\nThey are extra copies of data already restored: delete them "
+                 "once no longer needed, and\nbefore the next resize (its backups take the same "
+                 "names):\n  kubectl -n " +
+                 ns + " delete pvc,job -l " + label + "\n";
+        }
+      }
       break;
     case StatusKind::Refused:
       field(out, "Request", annotation_or_empty(input.statefulset, kResizeRequestAnnotation));

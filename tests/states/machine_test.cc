@@ -46,6 +46,8 @@ std::map<Key, Phase> expected_table() {
   for (Phase phase : {Phase::Planning, Phase::ScalingDown, Phase::BackingUp, Phase::Recreating}) {
     table[{phase, PhaseEvent::Abort, true}] = Phase::ScalingBack;
   }
+  // A person's skip: only CleaningUp, whose remaining deletes can be left undone.
+  both(Phase::CleaningUp, PhaseEvent::Skip, Phase::Completed);
   return table;
 }
 
@@ -68,7 +70,7 @@ TEST(PhaseMachine, EveryRowOfTheTableLeadsWhereTheSpecificationSays) {
     EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, to));
     ++allowed;
   }
-  EXPECT_EQ(allowed, 50);
+  EXPECT_EQ(allowed, 52);
 }
 
 TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
@@ -90,7 +92,7 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
       }
     }
   }
-  EXPECT_EQ(refused, 13 * 8 * 2 - 50);
+  EXPECT_EQ(refused, 13 * 9 * 2 - 52);
 }
 
 TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {

@@ -232,6 +232,70 @@ TEST_F(AdvanceCommand, RetryChecksEveryPreconditionAndSaysWhatItWouldStart) {
   expect_matches_golden("advance_retry.txt", transcript);
 }
 
+TEST_F(AdvanceCommand, SkipStepInEveryPhaseSaysWhatItWouldKeepOrWhyNot) {
+  std::string transcript;
+  auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {
+    const int before = kube.mutations();
+    auto [code, output] = advance(options);
+    EXPECT_EQ(code, expected_code) << title << ": " << output;
+    if (options.dry_run || code != kExitOk) {
+      EXPECT_EQ(kube.mutations(), before) << title;
+    }
+    transcript += "## " + title + " (exit " + std::to_string(code) + ")\n" + output;
+  };
+  const AdvanceOptions skip{.target = "shop/web", .skip_step = true};
+  const AdvanceOptions dry_run{.target = "shop/web", .skip_step = true, .dry_run = true};
+  record("with another action", {.target = "shop/web", .abort = true, .skip_step = true},
+         kExitUsage);
+  record("no operation", skip, kExitRefused);
+  // What CleaningUp had not deleted yet: one backup claim and one Job of the operation, and a
+  // claim of another operation that is not named.
+  auto labelled = [](const std::string& name, const std::string& operation) {
+    return Json{
+        {"metadata",
+         {{"name", name},
+          {"namespace", "shop"},
+          {"labels",
+           {{"stsresize.dev/operation", operation}, {"stsresize.dev/statefulset", "web"}}}}}};
+  };
+  kube.put_raw(Kind::PersistentVolumeClaim, labelled("data-web-2-stsresize-bak", "web-0123abcd"));
+  kube.put_raw(Kind::PersistentVolumeClaim, labelled("data-web-9-stsresize-bak", "web-00000000"));
+  kube.put_raw(Kind::Job, labelled("data-web-2-stsresize-restore", "web-0123abcd"));
+  auto restored = [](Operation& op) {
+    planned(3)(op);
+    for (ClaimPlan& claim : op.claims) {
+      claim.recreated_uid = "new-" + claim.claim;
+      claim.restore_verified = TreeSummary{};
+    }
+  };
+  for (const Phase phase : kAllPhases) {
+    if (phase == Phase::Pending) continue;
+    put_operation(phase, std::nullopt, "auto", restored);
+    record(std::string{to_string(phase)} + ", dry run", dry_run,
+           phase == Phase::CleaningUp ? kExitOk : kExitRefused);
+  }
+  put_operation(Phase::CleaningUp, Phase::Completed, "manual", restored);
+  record("CleaningUp awaiting approval, an approval pending",
+         {.target = "shop/web", .approve = true, .as = "bob"}, kExitOk);
+  record("written over the approval", {.target = "shop/web", .skip_step = true, .as = "carol"},
+         kExitOk);
+  record("already requested", skip, kExitRefused);
+  record("an approval while the skip is pending", {.target = "shop/web", .approve = true},
+         kExitRefused);
+  expect_matches_golden("advance_skip.txt", transcript);
+}
+
+TEST_F(AdvanceCommand, SkipIsWrittenWithTheCallerAndThePhaseItSkips) {
+  put_operation(Phase::CleaningUp, std::nullopt, "auto");
+  auto [code, output] = advance({.target = "web", .skip_step = true});
+  ASSERT_EQ(code, kExitOk) << output;
+  auto text = kube.get_raw(web).value()["metadata"]["annotations"]["stsresize.dev/advance"];
+  auto request = decode_advance_request(text.get<std::string>());
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(*request, (AdvanceRequest{"skip", Phase::CleaningUp, "web-0123abcd", "kubernetes-admin",
+                                      "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
+}
+
 TEST_F(AdvanceCommand, AbortIsWrittenWithTheCallerAndThePhaseSeen) {
   put_operation(Phase::ScalingDown, std::nullopt, "auto", planned(0));
   auto [code, output] = advance({.target = "web", .abort = true});

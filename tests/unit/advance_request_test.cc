@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <vector>
+
 #include "engine/annotations.h"
 #include "engine/operation_codec.h"
 
@@ -34,8 +37,8 @@ TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOneIntoRecreating
         EXPECT_EQ(needs_approval(ApprovalMode::Step, from, to, event), to == Phase::Recreating);
       }
       // Error transitions protect the data: they never wait.
-      for (const PhaseEvent event :
-           {PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone, PhaseEvent::Abort}) {
+      for (const PhaseEvent event : {PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone,
+                                     PhaseEvent::Abort, PhaseEvent::Skip}) {
         EXPECT_FALSE(needs_approval(ApprovalMode::Manual, from, to, event));
         EXPECT_FALSE(needs_approval(ApprovalMode::Step, from, to, event));
       }
@@ -181,6 +184,119 @@ TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
   EXPECT_FALSE(is_abort_failure("copy Job failed"));
   // An approval is not an abort, and the other way round.
   EXPECT_FALSE(approval_mismatch(request, op).empty());
+}
+
+// A copy operation in `phase` with every restore verified (as CleaningUp always has).
+Operation restored_operation(Phase phase) {
+  Operation op = copy_operation(phase, 2);
+  for (ClaimPlan& claim : op.claims) {
+    claim.backup_verified = TreeSummary{};
+    claim.recreated_uid = "new-" + claim.claim;
+    claim.restore_verified = TreeSummary{};
+  }
+  return op;
+}
+
+TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
+  // What each refusal must say: why skipping would hurt, and what to do instead.
+  const std::map<Phase, std::vector<std::string>> says{
+      {Phase::Pending, {"has not started yet"}},
+      {Phase::UpdatingTemplate,
+       {"re-creates the StatefulSet object", "Let it finish", "--abort` once it is in Planning"}},
+      {Phase::Planning, {"no plan", "stsresize advance shop/web --abort"}},
+      {Phase::ScalingDown, {"while their pods still write", "stsresize advance shop/web --abort"}},
+      {Phase::BackingUp,
+       {"without a verified backup, losing their data", "stsresize advance shop/web --abort"}},
+      {Phase::Recreating,
+       {"not created again", "stsresize advance shop/web --abort",
+        "stsresize.dev/operation=web-0123abcd,stsresize.dev/purpose=backup", "let it finish"}},
+      {Phase::Restoring,
+       {"the new claims would be empty", "delete the backup claims that hold it", "Let it finish",
+        "stsresize.dev/purpose=backup"}},
+      {Phase::ScalingUp,
+       {"only after the pods are Ready on the new claims", "kubectl -n shop get pods",
+        "kubectl -n shop describe pod POD", "continues by itself"}},
+      {Phase::Expanding, {"did not reach the size asked for", "kubectl -n shop describe pvc"}},
+      {Phase::ScalingBack, {"without its replicas", "ends in Failed by itself"}},
+      {Phase::Completed, {"already ended in Completed"}},
+      {Phase::Failed, {"already ended in Failed"}},
+  };
+  for (const Phase phase : kAllPhases) {
+    SCOPED_TRACE(to_string(phase));
+    const std::string why = skip_refusal(restored_operation(phase));
+    if (phase == Phase::CleaningUp) {
+      EXPECT_EQ(why, "");
+      continue;
+    }
+    ASSERT_FALSE(why.empty());
+    EXPECT_NE(why.find("web-0123abcd"), std::string::npos) << why;
+    for (const std::string& part : says.at(phase)) {
+      EXPECT_NE(why.find(part), std::string::npos) << "\"" << part << "\" not in: " << why;
+    }
+    if (!is_terminal(phase) && phase != Phase::Pending) {
+      EXPECT_NE(why.find("only CleaningUp can be skipped"), std::string::npos) << why;
+    }
+  }
+  // A Failed operation with intact sources: the way forward is a retry.
+  EXPECT_NE(skip_refusal(copy_operation(Phase::Failed, 0)).find("--retry"), std::string::npos);
+}
+
+TEST(SkipStep, CleaningUpWithARestoreNeverVerifiedIsRefused) {
+  Operation op = restored_operation(Phase::CleaningUp);
+  op.claims[1].restore_verified.reset();
+  const std::string why = skip_refusal(op);
+  EXPECT_NE(why.find("restore of data-web-1 was never verified"), std::string::npos) << why;
+  EXPECT_NE(why.find("data-web-1-stsresize-bak may hold the only copy"), std::string::npos) << why;
+}
+
+TEST(SkipStep, ARequestMustNameTheOperationAndThePhaseItSkips) {
+  const Operation op = restored_operation(Phase::CleaningUp);
+  AdvanceRequest request{"skip", Phase::CleaningUp, op.id, "alice", "t", "n"};
+  EXPECT_EQ(skip_mismatch(request, op), "");
+  request.operation = "web-00000000";
+  EXPECT_NE(skip_mismatch(request, op).find("skips a step of operation web-00000000"),
+            std::string::npos);
+  request.operation = op.id;
+  // Written while the operation was in another phase: a skip names the step it skips.
+  request.phase = Phase::ScalingUp;
+  EXPECT_NE(skip_mismatch(request, op)
+                .find("it skips ScalingUp, but operation web-0123abcd is "
+                      "now in CleaningUp"),
+            std::string::npos)
+      << skip_mismatch(request, op);
+  request.phase = Phase::Restoring;
+  EXPECT_NE(skip_mismatch(request, restored_operation(Phase::Restoring)).find("empty"),
+            std::string::npos);
+  request.action = "abort";
+  EXPECT_NE(skip_mismatch(request, op).find("not skip"), std::string::npos);
+  // A skip is neither an approval nor an abort.
+  request.action = "skip";
+  request.phase = Phase::CleaningUp;
+  EXPECT_FALSE(approval_mismatch(request, op).empty());
+  EXPECT_FALSE(abort_mismatch(request, op).empty());
+}
+
+TEST(SkipStep, WhatIsKeptIsNamedWithTheCommandThatDeletesIt) {
+  const Operation op = restored_operation(Phase::CleaningUp);
+  auto object = [](const std::string& name, const std::string& operation) {
+    return Json{
+        {"metadata", {{"name", name}, {"labels", {{"stsresize.dev/operation", operation}}}}}};
+  };
+  const std::vector<Json> claims{object("data-web-0-stsresize-bak", op.id),
+                                 object("data-web-1-stsresize-bak", op.id),
+                                 object("data-web-1-stsresize-bak-old", "web-00000000"),
+                                 Json{{"metadata", {{"name", "data-web-0"}}}}};
+  const auto names = labelled_with(op, claims);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"data-web-0-stsresize-bak", "data-web-1-stsresize-bak"}));
+  EXPECT_EQ(skip_keeps(op, names, {"data-web-1-stsresize-restore"}),
+            "claims data-web-0-stsresize-bak, data-web-1-stsresize-bak and Job "
+            "data-web-1-stsresize-restore (label stsresize.dev/operation=web-0123abcd); they are "
+            "extra copies, delete them once no longer needed and before the next resize of this "
+            "StatefulSet, whose backups take the same names: kubectl -n shop delete pvc,job -l "
+            "stsresize.dev/operation=web-0123abcd");
+  EXPECT_EQ(skip_keeps(op, {}, {}),
+            "nothing (no claim or Job labelled stsresize.dev/operation=web-0123abcd)");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/replay.h"
 #include "states/machine.h"
 #include "tests/support/operation_samples.h"
 
@@ -163,6 +164,83 @@ TEST(Fold, AnAcceptedRetryFoldsOnlyOnAFailedOperationWithItsSourcesIntact) {
   auto retried = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(retried) << retried.error().message;
   EXPECT_EQ(retried->phase, Phase::Failed);
+}
+
+// The copy path up to CleaningUp (copy_path_journal without its end), and one more record.
+std::vector<JournalRecord> until_cleaning_up() {
+  auto records = copy_path_journal(2);
+  records.resize(records.size() - 2);  // PhaseChanged CleaningUp -> Completed, OperationFinished
+  return records;
+}
+void append(std::vector<JournalRecord>& records, const Event& event) {
+  Operation op;
+  op.id = records.back().operation_id;
+  op.ns = records.back().ns;
+  op.statefulset = records.back().statefulset;
+  records.push_back(make_record(op, records.back().sequence + 1,
+                                records.back().time + std::chrono::seconds{1}, event));
+}
+
+TEST(Fold, AnAcceptedSkipOfCleaningUpEndsCompletedAndReplayShowsIt) {
+  auto records = until_cleaning_up();
+  append(records, events::OperatorAction{"skip", Phase::CleaningUp, "alice", "t", "n1", ""});
+  append(records, events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip});
+  append(records, events::OperationFinished{Phase::Completed});
+  auto skipped = fold(records, PhaseMachine::rules());
+  ASSERT_TRUE(skipped) << skipped.error().message;
+  EXPECT_EQ(skipped->phase, Phase::Completed);
+  EXPECT_TRUE(skipped->failure.empty());
+
+  const Replay replayed = replay(records, PhaseMachine::rules(), {}, ReplayStates::Kept,
+                                 std::span<const OperationSummary>{});
+  ASSERT_FALSE(replayed.inconsistency) << replayed.inconsistency->reason;
+  ASSERT_GE(replayed.rows.size(), 3u);
+  const auto& rows = replayed.rows;
+  const TimelineRow& action = rows[rows.size() - 3];
+  const TimelineRow& changed = rows[rows.size() - 2];
+  EXPECT_EQ(action.event_type, "OperatorAction");
+  EXPECT_EQ(action.details, "skip in CleaningUp by alice at t");
+  EXPECT_EQ(changed.event_type, "PhaseChanged");
+  EXPECT_NE(changed.details.find("(Skip)"), std::string::npos) << changed.details;
+  ASSERT_TRUE(changed.state_before && changed.state_after);
+  EXPECT_EQ(changed.state_before->phase, Phase::CleaningUp);
+  EXPECT_EQ(changed.state_after->phase, Phase::Completed);
+}
+
+TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
+  // The engine never skips on its own: a PhaseChanged on Skip follows an accepted skip.
+  auto alone = until_cleaning_up();
+  append(alone, events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip});
+  auto refused = fold(alone, PhaseMachine::rules());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("on Skip without a person's accepted skip"),
+            std::string::npos)
+      << refused.error().message;
+
+  auto after_refusal = until_cleaning_up();
+  append(after_refusal,
+         events::OperatorAction{"skip", Phase::CleaningUp, "bob", "t", "n1", "no reason"});
+  append(after_refusal,
+         events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip});
+  EXPECT_FALSE(fold(after_refusal, PhaseMachine::rules()));
+
+  // Restoring is not on the allow-list, whatever the journal says.
+  auto restoring = until_cleaning_up();
+  restoring.resize(restoring.size() - 2);  // back to Restoring
+  auto folded = fold(restoring, PhaseMachine::rules());
+  ASSERT_TRUE(folded) << folded.error().message;
+  ASSERT_EQ(folded->phase, Phase::Restoring);
+  append(restoring, events::OperatorAction{"skip", Phase::Restoring, "alice", "t", "n1", ""});
+  auto in_restoring = fold(restoring, PhaseMachine::rules());
+  ASSERT_FALSE(in_restoring);
+  EXPECT_NE(in_restoring.error().message.find("OperatorAction skip accepted in phase Restoring"),
+            std::string::npos)
+      << in_restoring.error().message;
+
+  // A skip of another phase than the current one is not accepted either.
+  auto other_phase = until_cleaning_up();
+  append(other_phase, events::OperatorAction{"skip", Phase::ScalingUp, "alice", "t", "n1", ""});
+  EXPECT_FALSE(fold(other_phase, PhaseMachine::rules()));
 }
 
 TEST(Fold, CopyPathJournalFoldsToCompletedWithEveryClaimsProgress) {

@@ -344,6 +344,28 @@ TEST(StatusView, Describe_WithTheJournalShowsEveryPhaseInOrderAndEveryRecord) {
   }
 }
 
+TEST(StatusView, Describe_CompletedNamesWhatASkippedCleanupKept) {
+  const Operation op = sample_operation("web", Phase::Completed, 5min);
+  DescribeInput input;
+  input.statefulset = completed_statefulset("web");
+  input.claims = {sample_backup_claim(op, 0, true), sample_backup_claim(op, 1, true)};
+  input.jobs = {sample_job(op, 1, "restore", "succeeded")};
+  const std::string text = render_describe(input, kStatusNow);
+  expect_matches_golden("describe_completed_kept.txt", text);
+  EXPECT_NE(text.find("Kept by operation web-5f0c2a91 (its cleanup was skipped): 2 claims and 1 "
+                      "Job, listed below."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  kubectl -n shop delete pvc,job -l stsresize.dev/operation=web-5f0c2a91\n"),
+            std::string::npos)
+      << text;
+
+  // Nothing of the operation left (a cleanup that finished): no such note.
+  input.claims.clear();
+  input.jobs.clear();
+  EXPECT_EQ(render_describe(input, kStatusNow).find("Kept by operation"), std::string::npos);
+}
+
 TEST(StatusView, Describe_WithoutOperationStillShowsEvents) {
   DescribeInput input;
   input.statefulset = sample_statefulset("web");
