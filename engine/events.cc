@@ -1,7 +1,11 @@
 #include "engine/events.h"
 
+#include <set>
+#include <vector>
+
 #include "engine/advance_request.h"
 #include "engine/operation_codec.h"
+#include "engine/reachable.h"
 #include "engine/strict_json.h"
 
 namespace stsresize {
@@ -153,6 +157,25 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
 }
 
 }  // namespace
+
+bool reachable(const TransitionRules& rules, Phase from, Phase to) {
+  std::vector<Phase> frontier{from};
+  std::set<Phase> seen{from};
+  while (!frontier.empty()) {
+    const Phase at = frontier.back();
+    frontier.pop_back();
+    for (Phase next : kAllPhases) {
+      for (PhaseEvent event : kAllPhaseEvents) {
+        for (bool intact : {true, false}) {
+          if (!rules.allowed(at, event, intact, next)) continue;
+          if (next == to) return true;
+          if (seen.insert(next).second) frontier.push_back(next);
+        }
+      }
+    }
+  }
+  return false;
+}
 
 std::string_view event_type(const Event& event) {
   return std::visit(Overloaded{
@@ -539,13 +562,18 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
               return std::unexpected("Resumed snapshot of " + e.snapshot.id + " in the stream of " +
                                      op.id);
             }
+            // The annotation may lag the journal by the one transition a crash between the
+            // two leaves, or lead it by any number of transitions the machine allows: those were
+            // taken by another process with a journal of its own (`stsresize advance
+            // --apply-locally`, a controller on another volume). Going back further is refused.
             const bool lags_by_at_most_one =
                 e.snapshot.phase == op.phase || e.snapshot.phase == previous_phase_;
-            if (!lags_by_at_most_one) {
+            if (!lags_by_at_most_one && !reachable(*rules_, op.phase, e.snapshot.phase)) {
               return std::unexpected(
                   "Resumed at phase " + std::string{to_string(e.snapshot.phase)} +
                   " but the journal is at " + std::string{to_string(op.phase)} +
-                  ": the annotation may lag the journal by one transition at most");
+                  ": the annotation may lag the journal by one transition at most, or lead it "
+                  "by transitions the state machine allows");
             }
             if (e.snapshot.phase != op.phase) previous_phase_.reset();
             op = e.snapshot;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/operation_codec.h"
+#include "engine/reachable.h"
 
 namespace stsresize {
 
@@ -135,8 +136,16 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
       break;
     }
     if (in_window(*record, filter)) {
+      std::string details = timeline_details(*event);
+      const Phase after = folder.state()->phase;
+      if (std::holds_alternative<Resumed>(*event) && before && *before != after &&
+          reachable(rules, *before, after)) {
+        details += " (this journal was at " + std::string{to_string(*before)} +
+                   ": the transitions between were taken by another process and journaled "
+                   "elsewhere, e.g. by `stsresize advance --apply-locally`)";
+      }
       out.rows.push_back(TimelineRow{record->time, record->operation_id, record->sequence, before,
-                                     folder.state()->phase, record->type, timeline_details(*event),
+                                     after, record->type, std::move(details),
                                      std::move(state_before), keep ? folder.state() : std::nullopt,
                                      keep ? record->data : Json{}});
     }

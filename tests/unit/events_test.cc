@@ -398,6 +398,31 @@ TEST(Fold, ResumedMayLagTheJournalByOneTransitionButNotTwo) {
   EXPECT_NE(refused.error().message.find("lag"), std::string::npos);
 }
 
+// Another process with a journal of its own (`stsresize advance --apply-locally`) took the
+// transitions in between: the annotation leads this journal, and that is taken as it is.
+TEST(Fold, ResumedMayLeadTheJournalByTransitionsTheMachineAllows) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  auto leading = b.records();
+  leading.push_back(make_record(snapshot_at(Phase::Recreating), 3, b.time(),
+                                events::Resumed{snapshot_at(Phase::Recreating)}));
+  auto ok = fold(leading, PhaseMachine::rules());
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->phase, Phase::Recreating);
+
+  // Not where the machine cannot go: an operation on the expansion path never restores.
+  b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand);
+  auto elsewhere = b.records();
+  elsewhere.push_back(make_record(snapshot_at(Phase::Restoring), 5, b.time(),
+                                  events::Resumed{snapshot_at(Phase::Restoring)}));
+  auto refused = fold(elsewhere, PhaseMachine::rules());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().sequence, 5);
+  EXPECT_NE(refused.error().message.find("Resumed at phase Restoring"), std::string::npos);
+}
+
 TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {
   JournalBuilder b;
   b.add(events::OperationStarted{"grew", "uid", 3});

@@ -106,7 +106,9 @@ TEST(Replay, PendingStraightToRestoringIsRefused) {
       << r.inconsistency->reason;
 }
 
-TEST(Replay, ResumedMoreThanOnePhaseAheadOfTheJournalIsInconsistent) {
+// Another process (`stsresize advance --apply-locally`, with a journal of its own) took the
+// transitions in between: consistent, and the row says where this journal was.
+TEST(Replay, ResumedAheadOfTheJournalOverAllowedTransitionsIsConsistentAndExplained) {
   JournalBuilder b;
   b.add(events::OperationStarted{"grew", "sts-uid", 3});
   b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
@@ -115,7 +117,31 @@ TEST(Replay, ResumedMoreThanOnePhaseAheadOfTheJournalIsInconsistent) {
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
   Operation snapshot = *folded;
-  snapshot.phase = Phase::Recreating;  // skips BackingUp
+  snapshot.phase = Phase::Recreating;  // BackingUp was journaled elsewhere
+  b.add(events::Resumed{snapshot});
+
+  const Replay r = replay(b.records(), PhaseMachine::rules());
+
+  ASSERT_TRUE(r.consistent()) << r.inconsistency->reason;
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[4].phase_before, Phase::ScalingDown);
+  EXPECT_EQ(r.rows[4].phase_after, Phase::Recreating);
+  EXPECT_EQ(r.rows[4].details,
+            "from the annotation, at phase Recreating (this journal was at ScalingDown: the "
+            "transitions between were taken by another process and journaled elsewhere, e.g. by "
+            "`stsresize advance --apply-locally`)");
+}
+
+TEST(Replay, ResumedAtAPhaseTheJournalCannotReachIsInconsistent) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand);
+  auto folded = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(folded) << folded.error().message;
+  Operation snapshot = *folded;
+  snapshot.phase = Phase::Recreating;  // the expansion path never recreates
   b.add(events::Resumed{snapshot});
 
   const Replay r = replay(b.records(), PhaseMachine::rules());
