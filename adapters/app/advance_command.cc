@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "adapters/app/apply_locally.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/kube/config.h"
@@ -73,6 +74,19 @@ constexpr std::string_view kFooter =
     "smaller than asked for, and UpdatingTemplate, Planning and ScalingBack hold the\n"
     "StatefulSet's definition, plan or replicas.\n"
     "\n"
+    "`--apply-locally` is for a cluster whose controller is down: the request is written as\n"
+    "above, then this process runs the controller's own engine on this StatefulSet until the\n"
+    "request is taken and the operation rests (waits for an approval again, or ended), printing\n"
+    "each phase change and verified copy; at most --timeout, and SIGINT/SIGTERM stop it between\n"
+    "two steps. Before writing anything it takes the controller's leader Lease\n"
+    "(--leader-elect-namespace, default the kubeconfig context's namespace as for `run`;\n"
+    "--leader-elect-id) as advance-local:WHO@HOST, so that a controller started meanwhile stands\n"
+    "by, and releases it at the end; a Lease that a controller renews is a refusal. A controller\n"
+    "run without --leader-elect holds no Lease and cannot be seen: stop it first. The steps run\n"
+    "here are journaled in --journal FILE (required; the controller's file if you can reach it\n"
+    "and it is stopped, else a file of your own: keep it, it is their history). A controller\n"
+    "that comes back with its own journal journals Resumed from the annotations and goes on.\n"
+    "\n"
     "Examples:\n"
     "  kubectl annotate sts web stsresize.dev/mode=manual\n"
     "  stsresize advance shop/web --approve --dry-run\n"
@@ -80,14 +94,22 @@ constexpr std::string_view kFooter =
     "  stsresize advance shop/web --abort\n"
     "  stsresize advance shop/web --retry --dry-run\n"
     "  stsresize advance shop/web --skip-step --dry-run\n"
+    "  stsresize advance shop/web --approve --apply-locally --journal ./advance.db \\\n"
+    "      --leader-elect-namespace stsresize-system\n"
     "\n"
     "Exit codes:\n"
-    "  0  approval, abort, retry or skip written (--dry-run: would be written)\n"
-    "  2  bad flags or arguments, unusable credentials\n"
+    "  0  approval, abort, retry or skip written (--dry-run: would be written); with\n"
+    "     --apply-locally: taken, and the operation waits for an approval again or ended\n"
+    "  2  bad flags or arguments, unusable credentials, an unusable --journal\n"
+    "  3  --apply-locally: the Lease was lost while the engine ran here (nothing is lost)\n"
     "  4  the API server could not be reached, or refused or failed the request\n"
     "  5  refused: nothing waits, the operation cannot be aborted, retried or skipped now\n"
     "     (the step is not one that is safe to skip), another request is pending, or the\n"
-    "     state is unreadable; the message says why and what to run instead";
+    "     state is unreadable; with --apply-locally, a controller holds the Lease or the\n"
+    "     engine refused the request; the message says why and what to run instead\n"
+    "  6  --apply-locally stopped before the operation rested (--timeout, SIGINT, SIGTERM):\n"
+    "     nothing is lost, the annotations say where it is and the controller or another\n"
+    "     --apply-locally continues it";
 
 struct Target {
   std::string ns;
@@ -220,6 +242,7 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
                       "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   advance->add_option("--context", options.context,
                       "Kubeconfig context (default: current-context)");
+  add_apply_locally_flags(*advance, options);
   return advance;
 }
 
@@ -238,6 +261,7 @@ int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& 
   SystemClock clock;
   const std::string identity = options.as.empty() ? caller_identity(**kube, config->user) : "";
   AdvanceCaller caller{identity, config->ns, clock.now(), random_nonce()};
+  if (options.apply_locally) return run_apply_locally(options, **kube, caller, out, err);
   return run_advance(**kube, options, caller, out, err);
 }
 

@@ -33,6 +33,14 @@ struct AdvanceOptions {
   std::string as{};  // the operator recorded; default: AdvanceCaller::identity
   std::string kubeconfig{};
   std::string context{};
+  // --apply-locally and its flags (adapters/app/apply_locally.h).
+  bool apply_locally = false;
+  std::string journal{};
+  std::string timeout = "30m";
+  std::string poll_interval = "2s";
+  std::string sync_image{};
+  std::string leader_elect_namespace{};
+  std::string leader_elect_id = "stsresize-leader";
 };
 
 CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options);

@@ -22,9 +22,10 @@ constexpr const char* kFooter =
     "  0  success\n"
     "  1  replay: the journal is inconsistent (or an export's checksum does not match)\n"
     "  2  usage error, an input that cannot be read, or a refused journal import\n"
-    "  3  run: the leader lease was lost\n"
+    "  3  run, advance --apply-locally: the leader lease was lost\n"
     "  4  status, describe, advance: the API server could not be reached, or refused to answer\n"
-    "  5  advance: refused (the message says why and what to run instead)";
+    "  5  advance: refused (the message says why and what to run instead)\n"
+    "  6  advance --apply-locally: stopped before the operation rested (--timeout, a signal)";
 
 }  // namespace
 

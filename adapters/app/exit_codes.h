@@ -15,5 +15,8 @@ inline constexpr int kExitClusterUnreachable = 4;
 // advance: refused (nothing waits, an approval is already pending, unreadable state); the
 // message says why and what to run instead.
 inline constexpr int kExitRefused = 5;
+// advance --apply-locally: stopped before the operation rested (--timeout, SIGINT/SIGTERM);
+// nothing is lost, the annotations say where it is.
+inline constexpr int kExitIncomplete = 6;
 
 }  // namespace stsresize::cli
