@@ -396,30 +396,35 @@ int exit_code_of(Rest rest) {
 }  // namespace
 
 void add_apply_locally_flags(CLI::App& advance, AdvanceOptions& options) {
-  advance.add_flag("--apply-locally", options.apply_locally,
-                   "No controller running: take its Lease and run the steps in this process "
-                   "until the operation waits again or ends (needs --journal)");
-  advance.add_option("--journal", options.journal,
-                     "With --apply-locally: SQLite journal for the steps run here (required; "
-                     "created if missing; keep it, it is their history)");
-  advance
-      .add_option("--timeout", options.timeout,
-                  "With --apply-locally: give up (exit 6, nothing lost) after this long")
-      ->capture_default_str();
-  advance
-      .add_option("--poll-interval", options.poll_interval,
-                  "With --apply-locally: how soon to look again while waiting for the cluster")
-      ->capture_default_str();
-  advance.add_option("--sync-image", options.sync_image,
-                     "With --apply-locally: image of the copy Jobs (give the controller's "
-                     "--sync-image if it has one)");
-  advance.add_option("--leader-elect-namespace", options.leader_elect_namespace,
-                     "With --apply-locally: namespace of the controller's Lease (default: the "
-                     "kubeconfig context's, as for `run`)");
-  advance
-      .add_option("--leader-elect-id", options.leader_elect_id,
-                  "With --apply-locally: name of the controller's Lease")
-      ->capture_default_str();
+  CLI::Option* apply = advance.add_flag(
+      "--apply-locally", options.apply_locally,
+      "No controller running: take its Lease and run the steps in this process until the "
+      "operation waits again or ends (needs --journal)");
+  // Each of these means nothing without --apply-locally: CLI11 refuses it alone (exit 2).
+  CLI::Option* options_of_apply[] = {
+      advance.add_option("--journal", options.journal,
+                         "SQLite journal for the steps run here (required; created if missing; "
+                         "keep it, it is their history)"),
+      advance
+          .add_option("--timeout", options.timeout,
+                      "Give up (exit 6, nothing lost) after this long")
+          ->capture_default_str(),
+      advance
+          .add_option("--poll-interval", options.poll_interval,
+                      "How soon to look again while waiting for the cluster")
+          ->capture_default_str(),
+      advance.add_option("--sync-image", options.sync_image,
+                         "Image of the copy Jobs (give the controller's --sync-image if it has "
+                         "one)"),
+      advance.add_option("--leader-elect-namespace", options.leader_elect_namespace,
+                         "Namespace of the controller's Lease (default: the kubeconfig "
+                         "context's, as for `run`)"),
+      advance
+          .add_option("--leader-elect-id", options.leader_elect_id,
+                      "Name of the controller's Lease")
+          ->capture_default_str(),
+  };
+  for (CLI::Option* option : options_of_apply) option->needs(apply);
 }
 
 int apply_locally(Kubernetes& kube, Journal& journal, const Clock& clock, EventRecorder& events,

@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "adapters/app/cli.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/runtime/leader_election.h"
 #include "engine/advance_request.h"
@@ -273,6 +274,13 @@ TEST_F(ApplyLocally, NeedsAJournal) {
   const cli::AdvanceCaller caller{"alice", "default", world.clock.now(), "n"};
   EXPECT_EQ(cli::run_apply_locally(options, world.kube, caller, out, err), cli::kExitUsage);
   EXPECT_NE(err.str().find("--apply-locally needs --journal FILE"), std::string::npos) << err.str();
+}
+
+TEST_F(ApplyLocally, ItsFlagsAloneAreAUsageError) {
+  std::ostringstream out, err;
+  EXPECT_EQ(cli::run_cli({"advance", "shop/web", "--approve", "--journal", "x.db"}, out, err),
+            cli::kExitUsage);
+  EXPECT_NE(err.str().find("--journal requires --apply-locally"), std::string::npos) << err.str();
 }
 
 }  // namespace
