@@ -282,17 +282,10 @@ std::string retry_refusal(const Operation& op, const std::vector<Json>& claims,
            abort_command(op.ns, op.statefulset) + "`)";
   }
   if (!op.sources_intact()) {
-    std::vector<std::string> backups;
-    for (const ClaimPlan& claim : op.claims) {
-      if (claim.source_deleted) backups.push_back(naming::backup_claim(claim.claim));
-    }
     return which + " failed (" + op.failure +
-           ") after source claims were replaced: their data is in backup claim" +
-           (backups.size() == 1 ? " " : "s ") + joined(backups) +
-           " (kept), not in the claims a new operation would start from, so it is not retried. "
-           "Copy the data back from the backup claims (kubectl -n " +
-           op.ns + " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
-           ",stsresize.dev/purpose=backup) before anything else";
+           ") after source claims were replaced: a retry resumes it in place instead of "
+           "starting a new operation (" +
+           resume_refusal(op, claims, jobs) + ")";
   }
   if (const auto going = sources_going(op, claims); !going.empty()) {
     return which + ": source claim " + going.front() +
@@ -341,6 +334,137 @@ std::string retry_mismatch(const AdvanceRequest& request, const Operation& op,
            op.id;
   }
   return retry_refusal(op, claims, jobs, wanted);
+}
+
+bool resumes_in_place(const Operation& op) {
+  return op.phase == Phase::Failed && !op.sources_intact();
+}
+
+namespace {
+
+const Json* live_named(const std::vector<Json>& objects, const std::string& name) {
+  for (const Json& object : objects) {
+    if (k8s::name(object).value_or("") == name) return &object;
+  }
+  return nullptr;
+}
+
+bool deleting(const Json& object) {
+  return k8s::is_being_deleted(object).value_or(false);
+}
+
+}  // namespace
+
+std::string resume_refusal(const Operation& op, const std::vector<Json>& claims,
+                           const std::vector<Json>& jobs) {
+  const std::string which = "operation " + op.id;
+  const std::string retry = retry_command(op.ns, op.statefulset);
+  const std::string backups = "kubectl -n " + op.ns +
+                              " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
+                              ",stsresize.dev/purpose=backup";
+  const std::string by_hand =
+      "; the data of every claim not yet restored is in its backup claim (" + backups +
+      "): copy it back from there by hand";
+  if (op.phase != Phase::Failed) {
+    return which + " is in phase " + std::string{to_string(op.phase)} +
+           ", not Failed: there is nothing to retry (to stop it: `" +
+           abort_command(op.ns, op.statefulset) + "`)";
+  }
+  if (op.sources_intact()) {
+    return which +
+           " failed with every source claim intact: a retry starts it again as a new "
+           "operation, there is nothing to resume in place";
+  }
+  if (!op.failed_in) {
+    return which + " failed (" + op.failure +
+           ") after source claims were replaced, but its state does not record the phase it "
+           "failed in (written by an older stsresize), so it cannot be resumed in place" +
+           by_hand;
+  }
+  const Phase failed_in = *op.failed_in;
+  if (std::ranges::find(kResumablePhases, failed_in) == std::end(kResumablePhases)) {
+    return which + " failed in " + std::string{to_string(failed_in)} + " (" + op.failure +
+           ") after source claims were replaced; only a failure in Restoring, ScalingUp or "
+           "CleaningUp is resumed in place" +
+           by_hand;
+  }
+  const std::string resume = "resuming " + std::string{to_string(failed_in)};
+  for (const ClaimPlan& claim : op.claims) {
+    if (!claim.source_deleted) continue;
+    const std::string backup = naming::backup_claim(claim.claim);
+    const Json* recreated = live_named(claims, claim.claim);
+    const std::string uid = recreated ? k8s::uid(*recreated).value_or("") : "";
+    if (claim.recreated_uid.empty() || recreated == nullptr || uid != claim.recreated_uid ||
+        deleting(*recreated)) {
+      const std::string what =
+          claim.recreated_uid.empty() ? "was never recreated"
+          : recreated == nullptr      ? "is gone"
+          : uid != claim.recreated_uid
+              ? "was replaced (uid " + uid + ", recorded " + claim.recreated_uid + ")"
+              : "is being deleted";
+      return which + ": recreated claim " + claim.claim + " " + what + "; " + resume +
+             " would not restore into the claim the operation made. Nothing was changed" +
+             (claim.restore_verified ? ""
+                                     : "; the data of " + claim.claim + " is in backup claim " +
+                                           backup + " (" + backups + ")");
+    }
+    if (failed_in != Phase::Restoring || claim.restore_verified) continue;
+    const Json* live = live_named(claims, backup);
+    auto owner = live ? k8s::annotation(*live, "stsresize.dev/operation")
+                      : k8s::Result<std::optional<std::string>>{std::nullopt};
+    if (live == nullptr || !owner || !owner->has_value() || **owner != op.id) {
+      return which + ": backup claim " + backup + " of " + claim.claim +
+             (live == nullptr ? " is gone" : " was not created by this operation") + "; " + resume +
+             " would have nothing verified to restore from. Nothing was changed: find the data "
+             "of " +
+             claim.claim + " (kubectl get pv) before anything else";
+    }
+    if (deleting(*live)) {
+      return which + ": backup claim " + backup + " of " + claim.claim +
+             " is being deleted by someone else; it holds the only copy of that data. Remove "
+             "what deletes it (kubectl -n " +
+             op.ns + " get pvc " + backup + " -o yaml), then run `" + retry + "` again";
+    }
+    const std::string phase = k8s::pvc_phase(*live).value_or("unknown");
+    if (phase != "Bound") {
+      return which + ": backup claim " + backup + " is " + phase + ", not Bound; run `" + retry +
+             "` again once it is (kubectl -n " + op.ns + " get pvc " + backup + " -w)";
+    }
+  }
+  for (const Json& job : jobs) {
+    if (!has_operation_label(job, op)) continue;
+    auto status = k8s::job_status(job);
+    if (status && status->outcome != k8s::JobOutcome::Running) continue;
+    const std::string name = k8s::name(job).value_or("?");
+    return which + ": copy Job " + name + " of the operation is still running; " + resume +
+           " would start a second copy into the same claim. Wait for it to end (kubectl -n " +
+           op.ns + " get job " + name + " -w) or delete it (kubectl -n " + op.ns + " delete job " +
+           name + "), then run `" + retry + "` again";
+  }
+  return {};
+}
+
+std::string resume_mismatch(const AdvanceRequest& request, const Operation& op,
+                            const std::vector<Json>& claims, const std::vector<Json>& jobs) {
+  if (request.action != "retry") return "action \"" + request.action + "\" is not retry";
+  if (request.operation != op.id) {
+    return "it retries operation " + request.operation + ", but the StatefulSet's operation is " +
+           op.id;
+  }
+  return resume_refusal(op, claims, jobs);
+}
+
+std::vector<Json> failed_jobs(const Operation& op, const std::vector<Json>& jobs) {
+  std::vector<Json> failed;
+  for (const Json& job : jobs) {
+    auto owner = k8s::annotation(job, "stsresize.dev/operation");
+    if (!has_operation_label(job, op) || !owner || !owner->has_value() || **owner != op.id) {
+      continue;  // not created by this operation: never touched
+    }
+    auto status = k8s::job_status(job);
+    if (status && status->outcome == k8s::JobOutcome::Failed) failed.push_back(job);
+  }
+  return failed;
 }
 
 std::string retry_trigger(std::string_view old_operation, std::string_view by,

@@ -11,7 +11,8 @@
 //                          action "approve" lets a waiting transition happen; "abort" rolls the
 //                          operation back (ScalingBack, then Failed) while every source claim
 //                          is intact, whether or not anything waits; "retry" starts a Failed
-//                          operation again, as a new operation, when its sources are intact;
+//                          operation again, as a new operation, when its sources are intact,
+//                          or resumes it in the phase it failed in once they were replaced;
 //                          "skip" leaves the current step when skip_refusal() allows it
 //                          (CleaningUp only: the operation ends Completed, keeping what the
 //                          cleanup had not deleted yet).
@@ -114,6 +115,32 @@ std::string retry_refusal(const Operation& op, const std::vector<Json>& claims,
 std::string retry_mismatch(const AdvanceRequest& request, const Operation& op,
                            const std::vector<Json>& claims, const std::vector<Json>& jobs,
                            const std::expected<std::string, std::string>& wanted);
+// --retry of a Failed operation whose source claims were replaced (their data is in the
+// backup claims or already in the new claims): the SAME operation is resumed in place, back in
+// the phase it failed in (Operation::failed_in), whose step runs again. Only these phases,
+// whose steps are idempotent and never delete a backup before its data is proven restored
+// (states/machine.cc has the matching Resume rows):
+inline constexpr Phase kResumablePhases[] = {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp};
+// True when --retry of `op` resumes it in place (Failed with a source claim replaced) rather
+// than starting a new operation (retry_refusal).
+bool resumes_in_place(const Operation& op);
+// Why `op` cannot be resumed now, and what to do instead (empty: it can), from the namespace's
+// claims and Jobs: Failed after a source claim was replaced, in a phase of kResumablePhases
+// recorded in failed_in; every recreated claim there with the uid recorded and not being
+// deleted; when it failed in Restoring, the backup claim of every claim not yet restored there,
+// created by this operation, Bound and not being deleted; and no Job of the operation still
+// running. The CLI and the engine both decide with it.
+std::string resume_refusal(const Operation& op, const std::vector<Json>& claims,
+                           const std::vector<Json>& jobs);
+// resume_refusal, and the request must be a retry naming `op`.
+std::string resume_mismatch(const AdvanceRequest& request, const Operation& op,
+                            const std::vector<Json>& claims, const std::vector<Json>& jobs);
+// The operation's Jobs (label and annotation stsresize.dev/operation) that failed: what made
+// the step fail.
+// A resume deletes them first, so that the step creates them again instead of reading the
+// same failure.
+std::vector<Json> failed_jobs(const Operation& op, const std::vector<Json>& jobs);
+
 // The new operation's trigger: "retry of web-1a2b3c4d by alice: data 1Gi -> 2Gi (3 claims)".
 std::string retry_trigger(std::string_view old_operation, std::string_view by,
                           std::string_view trigger);

@@ -1,6 +1,7 @@
 #include "engine/events.h"
 
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "engine/advance_request.h"
@@ -421,6 +422,14 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
   }
 
   Operation& op = *state_;
+  // Only the record right after an accepted resume may be its PhaseChanged on Resume.
+  const bool resume_pending = std::exchange(resume_taken_, false);
+  if (const auto* changed = std::get_if<PhaseChanged>(&event);
+      resume_pending && (changed == nullptr || changed->event != PhaseEvent::Resume)) {
+    return std::unexpected(type +
+                           " right after an accepted retry of an operation whose sources "
+                           "were replaced (its PhaseChanged on Resume belongs there)");
+  }
   auto in_phase = [&](Phase phase) -> Result {
     if (op.phase == phase) return {};
     return std::unexpected(type + " in phase " + std::string{to_string(op.phase)} +
@@ -484,7 +493,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
                                      " but the operation is in " +
                                      std::string{to_string(op.phase)});
             }
-            if (!rules_->allowed(e.from, e.event, op.sources_intact(), e.to)) {
+            if (!rules_->allowed(e.from, e.event, op.sources_intact(), e.to, op.failed_in)) {
               return std::unexpected("transition " + std::string{to_string(e.from)} + " -> " +
                                      std::string{to_string(e.to)} + " on " +
                                      std::string{to_string(e.event)} +
@@ -495,8 +504,21 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
                                      std::string{to_string(e.to)} +
                                      " on Skip without a person's accepted skip just before it");
             }
+            if (e.event == PhaseEvent::Resume && !resume_pending) {
+              return std::unexpected(
+                  "PhaseChanged on Resume without an accepted OperatorAction retry right before "
+                  "it");
+            }
             previous_phase_ = op.phase;
             op.phase = e.to;
+            // Failed remembers where it came from (what a resume goes back to); leaving it
+            // (Resume) forgets that and the failure, which the StepFailed records keep.
+            if (e.to == Phase::Failed) {
+              op.failed_in = e.from;
+            } else {
+              op.failed_in.reset();
+            }
+            if (e.event == PhaseEvent::Resume) op.failure.clear();
             op.warning.clear();
             op.awaiting.reset();
             op.phase_since = record.time;
@@ -596,12 +618,17 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
               return std::unexpected("OperatorAction without an action, a person or a nonce");
             }
             if (e.refused.empty() && e.action == "retry") {
-              // The old operation's last word: a new operation starts from its intact sources.
-              if (op.phase != Phase::Failed || !op.sources_intact()) {
-                return std::unexpected("OperatorAction retry accepted in phase " +
-                                       std::string{to_string(op.phase)} +
-                                       (op.sources_intact() ? "" : " after a source delete"));
+              // Sources intact: the old operation's last word, a new operation starts from them.
+              // Sources replaced: the PhaseChanged on Resume follows in the same append.
+              const bool resumable =
+                  op.failed_in && rules_->allowed(Phase::Failed, PhaseEvent::Resume, false,
+                                                  *op.failed_in, op.failed_in);
+              if (op.phase != Phase::Failed || (!op.sources_intact() && !resumable)) {
+                return std::unexpected(
+                    "OperatorAction retry accepted in phase " + std::string{to_string(op.phase)} +
+                    (op.sources_intact() ? "" : " after a source delete, not resumable"));
               }
+              resume_taken_ = !op.sources_intact();
               return {};
             }
             if (e.refused.empty() && e.action == "skip") {

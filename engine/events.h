@@ -112,8 +112,10 @@ struct ApprovalAwaited {
 // for which phase, and whether the engine accepted it. An accepted approval is journaled in
 // the same append as the PhaseChanged it allows; an accepted abort in the same append as the
 // StepFailed ("aborted by ...") and the PhaseChanged on Abort; an accepted skip in the same
-// append as the PhaseChanged on Skip (and OperationFinished); an accepted retry ends the
-// stream of a Failed operation, whose successor names it in its trigger. It changes nothing
+// append as the PhaseChanged on Skip (and OperationFinished); an accepted retry of an
+// operation whose sources are intact ends the stream of the Failed operation, whose successor
+// names it in its trigger; an accepted retry of one whose sources were replaced is in the same
+// append as the PhaseChanged on Resume back to the phase it failed in. It changes nothing
 // else.
 struct OperatorAction {
   std::string action;            // "approve", "abort", "retry", "skip"
@@ -185,6 +187,9 @@ class Folder {
   // The last record applied was an accepted OperatorAction skip: only then may a PhaseChanged
   // on Skip follow (the engine never skips a step on its own).
   bool skip_taken_ = false;
+  // An accepted retry of an operation whose sources were replaced: the next record must be
+  // its PhaseChanged on Resume, and a Resume needs one.
+  bool resume_taken_ = false;
 };
 
 std::expected<Operation, ReplayError> fold(std::span<const JournalRecord> records,

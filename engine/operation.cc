@@ -81,6 +81,8 @@ std::string_view to_string(PhaseEvent event) {
       return "Abort";
     case PhaseEvent::Skip:
       return "Skip";
+    case PhaseEvent::Resume:
+      return "Resume";
   }
   return "Unknown";
 }

@@ -54,13 +54,17 @@ enum class PhaseEvent {
   // A person's `stsresize advance --skip-step`: leave a step that is safe to skip
   // (skip_refusal(), engine/advance_request.h says which).
   Skip,
+  // A person's `stsresize advance --retry` of an operation that failed after its source claims
+  // were replaced: Failed back into the phase it failed in (Operation::failed_in), whose step
+  // runs again. The only way out of Failed; nothing automatic fires it.
+  Resume,
 };
 inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
     PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
     PhaseEvent::StepDone,      PhaseEvent::CriticalError,
     PhaseEvent::ScaleBackDone, PhaseEvent::Abort,
-    PhaseEvent::Skip,
+    PhaseEvent::Skip,          PhaseEvent::Resume,
 };
 std::string_view to_string(PhaseEvent event);
 std::optional<PhaseEvent> parse_phase_event(std::string_view text);
@@ -131,6 +135,9 @@ struct Operation {
   std::vector<TemplateChange> template_changes;
   bool statefulset_recreated = false;
   std::string failure;  // why it failed; empty unless a critical error happened
+  // The phase the operation was in when it moved to Failed; nullopt in any other phase, and in
+  // an annotation written by an stsresize that did not record it.
+  std::optional<Phase> failed_in;
   // The warning given in the current phase (a non-critical StepFailed), so that it is given
   // once; cleared by every phase change.
   std::string warning;

@@ -197,6 +197,7 @@ Json encode_operation(const Operation& operation) {
                                         {"to", to_string(operation.awaiting->to)},
                                         {"event", to_string(operation.awaiting->event)}};
   }
+  if (operation.failed_in) document["failedIn"] = to_string(*operation.failed_in);
   if (!operation.template_changes.empty()) {
     document["templateUpdate"] =
         Json{{"changes", encode_template_changes(operation.template_changes)},
@@ -291,6 +292,18 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
               std::string{to_string(op.phase)});
     } else {
       op.awaiting = approval;
+    }
+  }
+  if (in.ok() && document.contains("failedIn")) {
+    const std::string text = in.string("failedIn");
+    auto parsed = parse_phase(text);
+    if (in.ok() && !parsed) {
+      in.fail(where + ": unknown phase \"" + text + "\" in \"failedIn\"");
+    } else if (in.ok() && op.phase != Phase::Failed) {
+      in.fail(where + ": \"failedIn\" in phase " + std::string{to_string(op.phase)} +
+              " (only a Failed operation records it)");
+    } else if (in.ok()) {
+      op.failed_in = *parsed;
     }
   }
   if (in.ok() && document.contains("templateUpdate")) {

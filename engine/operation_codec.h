@@ -1,8 +1,10 @@
 #pragma once
 // The versioned JSON form of an Operation: {"v":1, ...}. An operation started by an explicit
 // request adds "templateUpdate": {"changes": [...], "statefulsetRecreated": bool}, a warning
-// given in the current phase adds "warning": "<text>"; both are omitted otherwise, so
-// documents without them read as before. Used for the
+// given in the current phase adds "warning": "<text>", a Failed operation adds "failedIn":
+// "<phase it failed in>" (what `advance --retry` resumes); each is omitted otherwise, so
+// documents without them read as before (a Failed one without "failedIn" then cannot be
+// resumed in place). Used for the
 // authoritative annotation (engine/annotations.h) and for the snapshot carried by a Resumed journal
 // event, so both say exactly the same thing. Decoding is strict (engine/strict_json.h).
 #include <expected>

@@ -1,7 +1,7 @@
 // The one translation unit that instantiates Boost.MSM.
 #define BOOST_MPL_CFG_NO_PREPROCESSED_HEADERS
 #define BOOST_MPL_LIMIT_VECTOR_SIZE 40
-#define BOOST_MPL_LIMIT_MAP_SIZE 30
+#define BOOST_MPL_LIMIT_MAP_SIZE 40
 #include "states/machine.h"
 
 #include <array>
@@ -33,6 +33,9 @@ struct Abort {
   bool sources_intact = true;
 };
 struct Skip {};
+struct Resume {
+  std::optional<Phase> failed_in;
+};
 
 // States: one per Phase.
 template <Phase P>
@@ -68,44 +71,60 @@ struct Lost {
   }
 };
 
+// A Resume goes back to the phase the operation failed in, and nowhere else.
+template <Phase P>
+struct FailedIn {
+  template <class E, class M, class S, class T>
+  bool operator()(const E& e, M&, S&, T&) const {
+    return e.failed_in == P;
+  }
+};
+using InRestoring = FailedIn<Phase::Restoring>;
+using InScalingUp = FailedIn<Phase::ScalingUp>;
+using InCleaningUp = FailedIn<Phase::CleaningUp>;
+
 struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
   using initial_state = Pending;
 
   // clang-format off
   struct transition_table : mpl::vector<
     //   From              Event                To                Action Guard
-    Row< Pending,          StartPlanning,       Planning,         none,  none   >,
-    Row< Pending,          StartTemplateUpdate, UpdatingTemplate, none,  none   >,
-    Row< UpdatingTemplate, StepDone,            Planning,         none,  none   >,
-    Row< Planning,         PlannedCopy,         ScalingDown,      none,  none   >,
-    Row< Planning,         PlannedExpand,       Expanding,        none,  none   >,
-    Row< ScalingDown,      StepDone,            BackingUp,        none,  none   >,
-    Row< BackingUp,        StepDone,            Recreating,       none,  none   >,
-    Row< Recreating,       StepDone,            Restoring,        none,  none   >,
-    Row< Restoring,        StepDone,            ScalingUp,        none,  none   >,
-    Row< ScalingUp,        StepDone,            CleaningUp,       none,  none   >,
-    Row< CleaningUp,       StepDone,            Completed,        none,  none   >,
-    Row< Expanding,        StepDone,            Completed,        none,  none   >,
-    Row< UpdatingTemplate, CriticalError,       Failed,           none,  none   >,
-    Row< Planning,         CriticalError,       Failed,           none,  none   >,
-    Row< ScalingDown,      CriticalError,       ScalingBack,      none,  Intact >,
-    Row< ScalingDown,      CriticalError,       Failed,           none,  Lost   >,
-    Row< BackingUp,        CriticalError,       ScalingBack,      none,  Intact >,
-    Row< BackingUp,        CriticalError,       Failed,           none,  Lost   >,
-    Row< Recreating,       CriticalError,       ScalingBack,      none,  Intact >,
-    Row< Recreating,       CriticalError,       Failed,           none,  Lost   >,
-    Row< Restoring,        CriticalError,       Failed,           none,  none   >,
-    Row< ScalingUp,        CriticalError,       Failed,           none,  none   >,
-    Row< CleaningUp,       CriticalError,       Failed,           none,  none   >,
-    Row< Expanding,        CriticalError,       Failed,           none,  none   >,
-    Row< ScalingBack,      ScaleBackDone,       Failed,           none,  none   >,
-    Row< ScalingBack,      CriticalError,       Failed,           none,  none   >,
-    Row< Planning,         Abort,               ScalingBack,      none,  Intact >,
-    Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact >,
-    Row< BackingUp,        Abort,               ScalingBack,      none,  Intact >,
-    Row< Recreating,       Abort,               ScalingBack,      none,  Intact >,
+    Row< Pending,          StartPlanning,       Planning,         none,  none         >,
+    Row< Pending,          StartTemplateUpdate, UpdatingTemplate, none,  none         >,
+    Row< UpdatingTemplate, StepDone,            Planning,         none,  none         >,
+    Row< Planning,         PlannedCopy,         ScalingDown,      none,  none         >,
+    Row< Planning,         PlannedExpand,       Expanding,        none,  none         >,
+    Row< ScalingDown,      StepDone,            BackingUp,        none,  none         >,
+    Row< BackingUp,        StepDone,            Recreating,       none,  none         >,
+    Row< Recreating,       StepDone,            Restoring,        none,  none         >,
+    Row< Restoring,        StepDone,            ScalingUp,        none,  none         >,
+    Row< ScalingUp,        StepDone,            CleaningUp,       none,  none         >,
+    Row< CleaningUp,       StepDone,            Completed,        none,  none         >,
+    Row< Expanding,        StepDone,            Completed,        none,  none         >,
+    Row< UpdatingTemplate, CriticalError,       Failed,           none,  none         >,
+    Row< Planning,         CriticalError,       Failed,           none,  none         >,
+    Row< ScalingDown,      CriticalError,       ScalingBack,      none,  Intact       >,
+    Row< ScalingDown,      CriticalError,       Failed,           none,  Lost         >,
+    Row< BackingUp,        CriticalError,       ScalingBack,      none,  Intact       >,
+    Row< BackingUp,        CriticalError,       Failed,           none,  Lost         >,
+    Row< Recreating,       CriticalError,       ScalingBack,      none,  Intact       >,
+    Row< Recreating,       CriticalError,       Failed,           none,  Lost         >,
+    Row< Restoring,        CriticalError,       Failed,           none,  none         >,
+    Row< ScalingUp,        CriticalError,       Failed,           none,  none         >,
+    Row< CleaningUp,       CriticalError,       Failed,           none,  none         >,
+    Row< Expanding,        CriticalError,       Failed,           none,  none         >,
+    Row< ScalingBack,      ScaleBackDone,       Failed,           none,  none         >,
+    Row< ScalingBack,      CriticalError,       Failed,           none,  none         >,
+    Row< Planning,         Abort,               ScalingBack,      none,  Intact       >,
+    Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact       >,
+    Row< BackingUp,        Abort,               ScalingBack,      none,  Intact       >,
+    Row< Recreating,       Abort,               ScalingBack,      none,  Intact       >,
     // A person's skip: CleaningUp only (skip_refusal() in engine/advance_request.h says why)
-    Row< CleaningUp,       Skip,                Completed,        none,  none   >
+    Row< CleaningUp,       Skip,                Completed,        none,  none         >,
+    // A person's retry after the sources were replaced: back to the phase it failed in
+    Row< Failed,           Resume,              Restoring,        none,  InRestoring  >,
+    Row< Failed,           Resume,              ScalingUp,        none,  InScalingUp  >,
+    Row< Failed,           Resume,              CleaningUp,       none,  InCleaningUp >
   > {};
   // clang-format on
 
@@ -156,8 +175,9 @@ const StateIds& state_ids() {
 
 class MachineRules final : public TransitionRules {
  public:
-  bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to) const override {
-    return PhaseMachine::allowed(from, event, sources_intact, to);
+  bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+               std::optional<Phase> failed_in) const override {
+    return PhaseMachine::allowed(from, event, sources_intact, to, failed_in);
   }
 };
 
@@ -184,7 +204,8 @@ Phase PhaseMachine::phase() const {
   return state_ids().phase_of_id[static_cast<std::size_t>(impl_->machine.current_state()[0])];
 }
 
-std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sources_intact) {
+std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sources_intact,
+                                                     std::optional<Phase> failed_in) {
   ResizeMachine& m = impl_->machine;
   const Phase before = phase();
   m.refused = false;
@@ -217,6 +238,9 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
     case PhaseEvent::Skip:
       m.process_event(Skip{});
       break;
+    case PhaseEvent::Resume:
+      m.process_event(Resume{failed_in});
+      break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without
   // calling no_transition; every row of the table changes the phase, so staying is a refusal.
@@ -230,9 +254,10 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
   return phase();
 }
 
-bool PhaseMachine::allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to) {
+bool PhaseMachine::allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+                           std::optional<Phase> failed_in) {
   PhaseMachine machine{from};
-  auto next = machine.fire(event, sources_intact);
+  auto next = machine.fire(event, sources_intact, failed_in);
   return next && *next == to;
 }
 

@@ -5,6 +5,7 @@
 // Both the reconciler and fold/replay use it, so there is no second copy of the rules.
 #include <expected>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/operation.h"
@@ -24,10 +25,14 @@ class PhaseMachine {
   // The phase after `event`, or an error naming the phase and the event when the table has
   // no row for them: an illegal event is refused, never ignored. `sources_intact` is the guard
   // that sends a critical error to ScalingBack (true) or straight to Failed (false). On
-  // refusal the machine stays where it was.
-  std::expected<Phase, std::string> fire(PhaseEvent event, bool sources_intact = true);
+  // refusal the machine stays where it was. `failed_in` is the guard of Resume: Failed goes back
+  // to that phase, and only to the phases whose step can run again (Restoring, ScalingUp,
+  // CleaningUp); nullopt (not recorded) has no row.
+  std::expected<Phase, std::string> fire(PhaseEvent event, bool sources_intact = true,
+                                         std::optional<Phase> failed_in = std::nullopt);
 
-  static bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to);
+  static bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+                      std::optional<Phase> failed_in = std::nullopt);
   // The table as TransitionRules, for fold() and replay().
   static const TransitionRules& rules();
 

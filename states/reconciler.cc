@@ -164,6 +164,14 @@ class Reconciler::Session final : public StepJournal {
   // and the request's removal in one write, and an Event StepSkipped naming what is kept.
   // nullopt: taken or refused (journaled, removed, a Warning); the reconcile goes on.
   std::optional<ReconcileResult> take_skip(const std::string& text, const AdvanceRequest& request);
+  // take_retry of a Failed op_ whose source claims were replaced: decided again here
+  // (resume_mismatch); the operation's failed Jobs deleted first (the request waits for them to
+  // be gone); then the OperatorAction and the PhaseChanged on Resume in one append, the failure
+  // cleared, the request and the label stsresize.dev/failed removed by the same annotation
+  // write, and the step of the phase it failed in runs again. nullopt: go on (refused, or
+  // resumed).
+  std::optional<ReconcileResult> take_resume(const std::string& text,
+                                             const AdvanceRequest& request);
 
   // Journal first; then the in-memory state. Refuses what fold would refuse.
   std::expected<void, std::string> append(const std::vector<Event>& events);
@@ -519,7 +527,7 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
                                                                   std::vector<Event> approval) {
   PhaseMachine machine{op_.phase};
   const Phase from = op_.phase;
-  auto next = machine.fire(event, op_.sources_intact());
+  auto next = machine.fire(event, op_.sources_intact(), op_.failed_in);
   if (!next) {
     note(EventSeverity::Warning, "InternalError", next.error());
     return std::unexpected(terminal(next.error()));
@@ -558,6 +566,11 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
     note(EventSeverity::Normal, "ResizeCompleted",
          "operation " + op_.id + ": " + transition + " (" + std::string{to_string(from)} +
              " skipped by " + approved_by + ")");
+  } else if (event == PhaseEvent::Resume) {
+    note(EventSeverity::Normal, "ResizeResumed",
+         "operation " + op_.id + ": " + transition + " (resumed by " + approved_by +
+             "; it had failed: " + reason + "): running the " + std::string{to_string(*next)} +
+             " step again");
   } else if (event == PhaseEvent::Abort) {
     note(EventSeverity::Normal, "ResizeAborting",
          "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
@@ -621,6 +634,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_operator_request() {
 
 std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string& text,
                                                                const AdvanceRequest& request) {
+  if (resumes_in_place(op_)) return take_resume(text, request);
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns);
@@ -672,6 +686,51 @@ std::optional<ReconcileResult> Reconciler::Session::take_skip(const std::string&
   const std::vector<Event> action{events::OperatorAction{
       request.action, request.phase, request.by, request.at, request.nonce, {}}};
   if (auto advanced = advance(PhaseEvent::Skip, kept, action); !advanced) return advanced.error();
+  return std::nullopt;
+}
+
+std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::string& text,
+                                                                const AdvanceRequest& request) {
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto jobs = r_.kube_.list(Kind::Job, ref_.ns);
+  if (!jobs) return retry("listing jobs: " + jobs.error().message);
+  if (const std::string why = resume_mismatch(request, op_, claims->items, jobs->items);
+      !why.empty()) {
+    if (auto refused = refuse_advance(text, request, why); !refused) {
+      return retry(refused.error());
+    }
+    return std::nullopt;
+  }
+  // A failed Job is what made the step fail: it goes first (journaled, uid-preconditioned), so
+  // that the step creates it again rather than read the same failure. The request stays on the
+  // StatefulSet meanwhile and is decided again once they are gone.
+  const std::vector<Json> failed = failed_jobs(op_, jobs->items);
+  for (const Json& job : failed) {
+    if (k8s::is_being_deleted(job).value_or(false)) continue;
+    const ObjectRef ref{Kind::Job, ref_.ns, k8s::name(job).value_or("")};
+    if (auto intended = intend("delete", ref,
+                               "failed Job of the operation, before resuming " +
+                                   std::string{to_string(*op_.failed_in)});
+        !intended) {
+      return retry(intended.error());
+    }
+    DeleteOptions options;
+    options.propagation = Propagation::Background;
+    if (auto uid = k8s::uid(job)) options.uid = *uid;
+    if (auto removed = r_.kube_.remove(ref, options);
+        !removed && removed.error().code != KubeErrorCode::NotFound) {
+      return retry("deleting " + to_string(ref) + ": " + removed.error().message);
+    }
+  }
+  if (!failed.empty()) return requeue(r_.settings_.poll_interval);
+  consumed_advance_ = text;
+  clear_failed_label_ = true;
+  const std::vector<Event> action{events::OperatorAction{
+      request.action, request.phase, request.by, request.at, request.nonce, {}}};
+  if (auto advanced = advance(PhaseEvent::Resume, op_.failure, action); !advanced) {
+    return advanced.error();
+  }
   return std::nullopt;
 }
 

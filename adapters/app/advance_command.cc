@@ -52,15 +52,24 @@ constexpr std::string_view kFooter =
     "resize itself restores it: let it finish), in Expanding (claims never shrink),\n"
     "UpdatingTemplate (let it finish first), ScalingBack and after the end.\n"
     "\n"
-    "`advance --retry` starts a Failed operation again, as a new operation, once the cause is\n"
-    "fixed. Checked here and again by the controller: it failed before any source claim was\n"
-    "deleted (or was aborted), every planned source claim is still there with its uid, Bound\n"
-    "and not being deleted, no Job or claim of the failed operation is left, and the\n"
-    "StatefulSet still asks for a resize (its templates or stsresize.dev/resize). The\n"
-    "controller journals the OperatorAction on the failed operation, removes the label\n"
-    "stsresize.dev/failed and starts a new operation whose trigger says \"retry of <id> by\n"
-    "NAME\". After a source claim was replaced it is refused: the data is then in the backup\n"
-    "claims, which the message names.\n"
+    "`advance --retry` re-runs a Failed resize once the cause is fixed. If it failed before\n"
+    "any source claim was deleted (or was aborted), it starts again as a NEW operation.\n"
+    "Checked here and again by the controller: every planned source claim is still there\n"
+    "with its uid, Bound and not being deleted, no Job or claim of the failed operation is\n"
+    "left, and the StatefulSet still asks for a resize (its templates or\n"
+    "stsresize.dev/resize). The controller journals the OperatorAction on the failed\n"
+    "operation, removes the label stsresize.dev/failed and starts a new operation whose\n"
+    "trigger says \"retry of <id> by NAME\".\n"
+    "If it failed after source claims were replaced, in Restoring, ScalingUp or CleaningUp,\n"
+    "the SAME operation is resumed in the phase it failed in. Checked here and again by the\n"
+    "controller: every recreated claim is there with its recorded uid, every backup claim\n"
+    "still needed (Restoring) is there, Bound and not being deleted, and no Job of the\n"
+    "operation is still running. The controller deletes the operation's failed Jobs,\n"
+    "journals the OperatorAction with the transition Failed -> PHASE, clears the failure and\n"
+    "the label stsresize.dev/failed (Event ResizeResumed) and runs that step again; backup\n"
+    "claims are deleted only once the data is verified restored. A failure in any other\n"
+    "phase after a source claim was replaced is refused: the message names the backup claims\n"
+    "that hold the data.\n"
     "\n"
     "`advance --skip-step` leaves the current step undone and moves on, only where that loses\n"
     "nothing: CleaningUp (every restore verified, every pod Ready on the new claims; it deletes\n"
@@ -228,8 +237,8 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
                     "Roll the resize back onto its source claims and end it in Failed (only "
                     "before a source claim is deleted)");
   advance->add_flag("--retry", options.retry,
-                    "Start a failed resize again as a new operation (only when it failed before "
-                    "a source claim was deleted)");
+                    "Re-run a failed resize: as a new operation when it failed before a source "
+                    "claim was deleted, else resumed in the phase it failed in");
   advance->add_flag("--skip-step", options.skip_step,
                     "End the resize without the rest of its current step, keeping what that "
                     "step would delete (only CleaningUp: its backup claims and copy Jobs)");
@@ -356,8 +365,51 @@ int write(const Attempt& at, const std::string& text) {
   return written == Written::Failed ? kExitClusterUnreachable : kReadAgain;
 }
 
+// --retry of an operation that failed after its source claims were replaced: resumed in the
+// phase it failed in (resume_refusal decides, here and in the controller).
+int resume_branch(const Attempt& at) {
+  const Operation& op = at.op;
+  auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns);
+  auto jobs = claims ? at.kube.list(Kind::Job, at.target.ns) : std::unexpected(claims.error());
+  if (!claims || !jobs) {
+    const KubeError& e = !claims ? claims.error() : jobs.error();
+    at.err << "stsresize advance: reading the claims and Jobs of " << at.target.ns << ": "
+           << to_string(e.code) << ": " << e.message << "\n";
+    return kExitClusterUnreachable;
+  }
+  if (const std::string why = resume_refusal(op, claims->items, jobs->items); !why.empty()) {
+    return at.refuse(why);
+  }
+  auto replacing = pending_request(at, "retry");
+  if (!replacing) return at.refuse(replacing.error());
+  const std::string phase{to_string(*op.failed_in)};
+  std::string deleting;
+  for (const Json& job : failed_jobs(op, jobs->items)) {
+    deleting += (deleting.empty() ? "" : ", ") + k8s::name(job).value_or("?");
+  }
+  const std::string text = encode_advance_request(at.request("retry"));
+  const std::string then =
+      (deleting.empty() ? "" : "delete the failed Job(s) " + deleting + ", ") +
+      "journal OperatorAction and Failed -> " + phase + " on " + op.id + ", remove the label " +
+      std::string{kFailedLabel} + " and run the " + phase +
+      " step again (backup claims are kept until the data is verified restored)";
+  if (at.options.dry_run) {
+    at.out << "dry run: would resume " << phase << " of operation " << op.id << " on " << at.sts()
+           << " (failed: " << op.failure << ") as " << at.who << *replacing << "\n"
+           << "would write annotation " << kAdvanceAnnotation << "=" << text << "\n"
+           << "the controller would then check again, " << then << "\n";
+    return kExitOk;
+  }
+  if (const int written = write(at, text); written != kExitOk) return written;
+  at.out << "resume of " << phase << " of operation " << op.id << " on " << at.sts()
+         << " requested as " << at.who << *replacing << "\n"
+         << "the controller checks again and will " << then << ": " << at.watch() << "\n";
+  return kExitOk;
+}
+
 int retry_branch(const Attempt& at) {
   const Operation& op = at.op;
+  if (resumes_in_place(op)) return resume_branch(at);
   auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns);
   auto jobs = claims ? at.kube.list(Kind::Job, at.target.ns) : std::unexpected(claims.error());
   auto classes = at.kube.list(Kind::StorageClass, "");
@@ -477,8 +529,8 @@ int approve_branch(const Attempt& at) {
                      "JOURNAL --operation " +
                      op.id + "` shows its history; once the cause is fixed, `" +
                      retry_command(at.target.ns, at.target.name) +
-                     "` starts it again (if it failed before a source claim was "
-                     "deleted)");
+                     "` re-runs it (a new operation if it failed before a source "
+                     "claim was deleted, else resumed where it failed)");
   }
   const ModeSetting mode = approval_mode_of(at.object);
   if (!op.awaiting) {

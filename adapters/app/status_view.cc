@@ -612,13 +612,23 @@ void describe_operation(std::string& out, const StatusRow& row, TimePoint now) {
     }
     out += "stsresize will not resize this StatefulSet again on its own (label\n" +
            std::string{kFailedLabel} + ").";
+    const bool resumable = op.failed_in && std::ranges::find(kResumablePhases, *op.failed_in) !=
+                                               std::end(kResumablePhases);
     if (op.sources_intact()) {
       out += " Once the cause is fixed, start it again as a new operation:\n  " +
              retry_command(op.ns, op.statefulset) + "\n";
+    } else if (resumable) {
+      out += " Once the cause is fixed, resume it in " + std::string{to_string(*op.failed_in)} +
+             ", where it failed\n(backup claims kept "
+             "until the data is verified restored):\n  " +
+             retry_command(op.ns, op.statefulset) + "\n";
+    } else if (op.failed_in) {
+      out += " It failed in " + std::string{to_string(*op.failed_in)} +
+             ", which is not resumed in place: copy\nthe data back from the backup claims.\n";
     } else {
       out +=
-          " It is not retried after a source claim was replaced: copy the\n"
-          "data back from the backup claims first.\n";
+          " The phase it failed in is not recorded (an older\nstsresize wrote this state), so "
+          "it is not resumed in place: copy the data back from\nthe backup claims.\n";
     }
   }
 

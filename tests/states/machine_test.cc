@@ -1,10 +1,14 @@
 #include "states/machine.h"
 
+#include "engine/advance_request.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 namespace stsresize {
 namespace {
@@ -92,7 +96,47 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
       }
     }
   }
-  EXPECT_EQ(refused, 13 * 9 * 2 - 52);
+  EXPECT_EQ(refused, 13 * 10 * 2 - 52);
+}
+
+// Failed is terminal: the only way out is a person's Resume, back to the very phase the
+// operation failed in, and only to a phase whose step can run again (kResumablePhases, which
+// the CLI and the engine decide with).
+TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailedIn) {
+  std::vector<std::optional<Phase>> failed_ins{std::nullopt};
+  for (Phase phase : kAllPhases) failed_ins.push_back(phase);
+  int resumed = 0;
+  for (Phase from : kAllPhases) {
+    for (PhaseEvent event : kAllPhaseEvents) {
+      for (bool intact : {true, false}) {
+        for (const std::optional<Phase>& failed_in : failed_ins) {
+          const bool resumable = failed_in && std::ranges::find(kResumablePhases, *failed_in) !=
+                                                  std::end(kResumablePhases);
+          PhaseMachine machine{from};
+          auto next = machine.fire(event, intact, failed_in);
+          if (event == PhaseEvent::Resume) {
+            SCOPED_TRACE(name(from, event, intact) + " failed in " +
+                         (failed_in ? std::string{to_string(*failed_in)} : "?"));
+            ASSERT_EQ(next.has_value(), from == Phase::Failed && resumable);
+            if (next) {
+              EXPECT_EQ(*next, *failed_in);
+              EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, *failed_in, failed_in));
+              EXPECT_TRUE(
+                  PhaseMachine::rules().allowed(from, event, intact, *failed_in, failed_in));
+              ++resumed;
+            }
+            for (Phase to : kAllPhases) {
+              if (next && to == *next) continue;
+              EXPECT_FALSE(PhaseMachine::allowed(from, event, intact, to, failed_in));
+            }
+          } else if (from == Phase::Failed) {
+            EXPECT_FALSE(next.has_value()) << to_string(event);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(resumed, 3 * 2);
 }
 
 TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {

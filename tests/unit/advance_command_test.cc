@@ -296,6 +296,80 @@ TEST_F(AdvanceCommand, SkipIsWrittenWithTheCallerAndThePhaseItSkips) {
                                       "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 
+// Failed after the source claims were replaced: --retry resumes the operation in the phase it
+// failed in, once every recreated claim, every backup still needed and the Jobs allow it.
+TEST_F(AdvanceCommand, ResumeChecksEveryPreconditionAndSaysWhatItWouldDo) {
+  std::string transcript;
+  auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {
+    const int before = kube.mutations();
+    auto [code, output] = advance(options);
+    EXPECT_EQ(code, expected_code) << title << ": " << output;
+    if (options.dry_run || code != kExitOk) {
+      EXPECT_EQ(kube.mutations(), before) << title;
+    }
+    transcript += "## " + title + " (exit " + std::to_string(code) + ")\n" + output;
+  };
+  const AdvanceOptions retry{.target = "shop/web", .retry = true};
+  const AdvanceOptions dry_run{.target = "shop/web", .retry = true, .dry_run = true};
+  // Every source replaced, data-web-0 already restored; it failed in `failed_in`.
+  auto failed_in = [&](std::optional<Phase> phase) {
+    put_operation(Phase::Failed, std::nullopt, "auto", [&](Operation& op) {
+      planned(3)(op);
+      for (ClaimPlan& claim : op.claims) claim.recreated_uid = "new-" + claim.source_uid;
+      op.claims[0].restore_verified = TreeSummary{};
+      op.failure = "copy Job data-web-1-stsresize-restore failed (BackoffLimitExceeded)";
+      op.failed_in = phase;
+    });
+  };
+  auto backup = [&](int i, const std::string& phase) {
+    kube.put_raw(Kind::PersistentVolumeClaim,
+                 Json{{"metadata",
+                       {{"name", "data-web-" + std::to_string(i) + "-stsresize-bak"},
+                        {"namespace", "shop"},
+                        {"uid", "bak-" + std::to_string(i)},
+                        {"labels", {{"stsresize.dev/operation", "web-0123abcd"}}},
+                        {"annotations", {{"stsresize.dev/operation", "web-0123abcd"}}}}},
+                      {"status", {{"phase", phase}}}});
+  };
+  auto job = [&](const std::string& name, bool failed) {
+    Json status = Json::object();
+    if (failed) {
+      status["conditions"] = Json::array(
+          {{{"type", "Failed"}, {"status", "True"}, {"reason", "BackoffLimitExceeded"}}});
+    }
+    kube.put_raw(Kind::Job, Json{{"metadata",
+                                  {{"name", name},
+                                   {"namespace", "shop"},
+                                   {"uid", "job-uid"},
+                                   {"labels", {{"stsresize.dev/operation", "web-0123abcd"}}},
+                                   {"annotations", {{"stsresize.dev/operation", "web-0123abcd"}}}}},
+                                 {"status", status}});
+  };
+  failed_in(std::nullopt);
+  record("failed phase not recorded (older annotation)", retry, kExitRefused);
+  failed_in(Phase::Recreating);
+  record("failed in Recreating", retry, kExitRefused);
+  failed_in(Phase::Restoring);
+  record("a recreated claim replaced", retry, kExitRefused);
+  for (int i = 0; i < 3; ++i) {
+    kube.mutate_raw({Kind::PersistentVolumeClaim, "shop", "data-web-" + std::to_string(i)},
+                    [i](Json& live) { live["metadata"]["uid"] = "new-uid-" + std::to_string(i); });
+  }
+  backup(1, "Bound");
+  record("a backup claim gone", retry, kExitRefused);
+  backup(2, "Pending");
+  record("a backup claim not Bound", retry, kExitRefused);
+  backup(2, "Bound");
+  job("data-web-2-stsresize-restore", false);
+  record("a Job of the operation running", retry, kExitRefused);
+  job("data-web-2-stsresize-restore", true);
+  job("data-web-1-stsresize-restore", true);
+  record("dry run", dry_run, kExitOk);
+  record("written", {.target = "shop/web", .retry = true, .as = "carol"}, kExitOk);
+  record("already requested", retry, kExitRefused);
+  expect_matches_golden("advance_resume.txt", transcript);
+}
+
 TEST_F(AdvanceCommand, AbortIsWrittenWithTheCallerAndThePhaseSeen) {
   put_operation(Phase::ScalingDown, std::nullopt, "auto", planned(0));
   auto [code, output] = advance({.target = "web", .abort = true});

@@ -299,5 +299,141 @@ TEST(SkipStep, WhatIsKeptIsNamedWithTheCommandThatDeletesIt) {
             "nothing (no claim or Job labelled stsresize.dev/operation=web-0123abcd)");
 }
 
+// The live objects of a copy operation failed after both sources were replaced: recreated
+// claims with the recorded uids, Bound backup claims made by the operation.
+struct Resumable {
+  Operation op = copy_operation(Phase::Failed, 2);
+  std::vector<Json> claims;
+  std::vector<Json> jobs;
+
+  Resumable() {
+    op.failure = "copy Job data-web-1-stsresize-restore failed";
+    for (ClaimPlan& claim : op.claims) claim.recreated_uid = "new-" + claim.claim;
+    for (const ClaimPlan& claim : op.claims) {
+      claims.push_back(Json{{"metadata", {{"name", claim.claim}, {"uid", claim.recreated_uid}}},
+                            {"status", {{"phase", "Bound"}}}});
+      claims.push_back(Json{{"metadata",
+                             {{"name", claim.claim + "-stsresize-bak"},
+                              {"uid", "bak"},
+                              {"annotations", {{"stsresize.dev/operation", op.id}}}}},
+                            {"status", {{"phase", "Bound"}}}});
+    }
+  }
+  Json& live(const std::string& name) {
+    for (Json& claim : claims) {
+      if (claim["metadata"]["name"] == name) return claim;
+    }
+    throw std::runtime_error("no claim " + name);
+  }
+  std::string why() const { return resume_refusal(op, claims, jobs); }
+};
+
+Json job(const std::string& operation, const std::string& condition) {
+  Json out{{"metadata",
+            {{"name", "data-web-1-stsresize-restore"},
+             {"labels", {{"stsresize.dev/operation", operation}}},
+             {"annotations", {{"stsresize.dev/operation", operation}}}}},
+           {"status", Json::object()}};
+  if (!condition.empty()) {
+    out["status"]["conditions"] = Json::array({{{"type", condition}, {"status", "True"}}});
+  }
+  return out;
+}
+
+TEST(Resume, OnlyAFailureAfterASourceDeleteInRestoringScalingUpOrCleaningUpIsResumed) {
+  for (const Phase phase : kAllPhases) {
+    SCOPED_TRACE(to_string(phase));
+    Resumable world;
+    world.op.failed_in = phase;
+    const bool resumable =
+        phase == Phase::Restoring || phase == Phase::ScalingUp || phase == Phase::CleaningUp;
+    EXPECT_EQ(world.why().empty(), resumable) << world.why();
+    if (!resumable) {
+      EXPECT_NE(world.why().find("only a failure in Restoring, ScalingUp or CleaningUp"),
+                std::string::npos)
+          << world.why();
+      EXPECT_NE(world.why().find("stsresize.dev/purpose=backup"), std::string::npos);
+    }
+  }
+  Resumable old;
+  EXPECT_NE(old.why().find("does not record the phase it failed in"), std::string::npos)
+      << old.why();
+  Resumable running;
+  running.op.phase = Phase::Restoring;
+  EXPECT_NE(running.why().find("not Failed"), std::string::npos) << running.why();
+  Resumable intact;
+  intact.op = copy_operation(Phase::Failed, 0);
+  intact.op.failed_in = Phase::BackingUp;
+  EXPECT_FALSE(resumes_in_place(intact.op));
+  EXPECT_NE(intact.why().find("starts it again as a new operation"), std::string::npos);
+  Resumable resumable;
+  resumable.op.failed_in = Phase::Restoring;
+  EXPECT_TRUE(resumes_in_place(resumable.op));
+}
+
+TEST(Resume, RestoringNeedsEveryRecreatedClaimAndEveryBackupNotYetRestoredAndNoJobRunning) {
+  auto restoring = [] {
+    Resumable world;
+    world.op.failed_in = Phase::Restoring;
+    return world;
+  };
+  auto refused = [](const Resumable& world, const std::string& fragment) {
+    const std::string why = world.why();
+    EXPECT_NE(why.find(fragment), std::string::npos) << why;
+  };
+  Resumable replaced = restoring();
+  replaced.live("data-web-0")["metadata"]["uid"] = "someone-elses";
+  refused(replaced, "recreated claim data-web-0 was replaced");
+  Resumable deleting = restoring();
+  deleting.live("data-web-1")["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  refused(deleting, "recreated claim data-web-1 is being deleted");
+  Resumable no_backup = restoring();
+  no_backup.live("data-web-1-stsresize-bak")["metadata"]["name"] = "elsewhere";
+  refused(no_backup, "backup claim data-web-1-stsresize-bak of data-web-1 is gone");
+  Resumable foreign = restoring();
+  foreign.live("data-web-1-stsresize-bak")["metadata"]["annotations"].clear();
+  refused(foreign, "was not created by this operation");
+  Resumable pending = restoring();
+  pending.live("data-web-1-stsresize-bak")["status"]["phase"] = "Pending";
+  refused(pending, "is Pending, not Bound");
+  Resumable backup_deleting = restoring();
+  backup_deleting.live("data-web-0-stsresize-bak")["metadata"]["deletionTimestamp"] = "x";
+  refused(backup_deleting, "is being deleted by someone else");
+  // Restored already: its backup is no longer needed to resume.
+  Resumable restored = restoring();
+  restored.op.claims[1].restore_verified = TreeSummary{};
+  restored.live("data-web-1-stsresize-bak")["metadata"]["name"] = "elsewhere";
+  EXPECT_EQ(restored.why(), "");
+  // ScalingUp: every restore was verified, the backups are not needed.
+  Resumable scaling_up = restoring();
+  scaling_up.op.failed_in = Phase::ScalingUp;
+  scaling_up.live("data-web-1-stsresize-bak")["metadata"]["name"] = "elsewhere";
+  EXPECT_EQ(scaling_up.why(), "");
+
+  Resumable running = restoring();
+  running.jobs.push_back(job(running.op.id, ""));
+  refused(running, "copy Job data-web-1-stsresize-restore of the operation is still running");
+  EXPECT_TRUE(failed_jobs(running.op, running.jobs).empty());
+  Resumable failed = restoring();
+  failed.jobs.push_back(job(failed.op.id, "Failed"));
+  failed.jobs.push_back(job("web-99999999", "Failed"));  // another operation's
+  EXPECT_EQ(failed.why(), "");
+  ASSERT_EQ(failed_jobs(failed.op, failed.jobs).size(), 1u);
+  Resumable complete = restoring();
+  complete.jobs.push_back(job(complete.op.id, "Complete"));
+  EXPECT_EQ(complete.why(), "");
+  EXPECT_TRUE(failed_jobs(complete.op, complete.jobs).empty());
+
+  const AdvanceRequest request{"retry", Phase::Failed, "web-00000000", "alice", "t", "n"};
+  EXPECT_NE(resume_mismatch(request, failed.op, failed.claims, failed.jobs)
+                .find("retries operation web-00000000"),
+            std::string::npos);
+  AdvanceRequest approve = request;
+  approve.action = "approve";
+  approve.operation = failed.op.id;
+  EXPECT_NE(resume_mismatch(approve, failed.op, failed.claims, failed.jobs).find("is not retry"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stsresize

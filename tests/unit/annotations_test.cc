@@ -66,6 +66,29 @@ TEST(StateAnnotation, EveryFieldSurvivesEncodeAndDecode) {
   EXPECT_EQ(*decoded, op);
 }
 
+// A Failed operation records the phase it failed in (what `advance --retry` resumes); an
+// annotation written before that field existed still reads, as "not recorded".
+TEST(StateAnnotation, FailedInSurvivesEncodeAndDecodeAndAnOldAnnotationReadsWithoutIt) {
+  Operation op = full_operation();
+  op.phase = Phase::Failed;
+  op.failure = "copy Job data-web-0-stsresize-restore failed";
+  op.failed_in = Phase::Restoring;
+  const Json document = encode_operation(op);
+  EXPECT_EQ(document.at("failedIn"), "Restoring");
+  auto decoded = decode_state_annotation(document.dump());
+  ASSERT_TRUE(decoded) << decoded.error();
+  EXPECT_EQ(*decoded, op);
+
+  Json old = document;
+  old.erase("failedIn");
+  auto read_old = decode_state_annotation(old.dump());
+  ASSERT_TRUE(read_old) << read_old.error();
+  EXPECT_EQ(read_old->failed_in, std::nullopt);
+  EXPECT_EQ(read_old->phase, Phase::Failed);
+  // Not Failed: nothing to record, and the field is left out.
+  EXPECT_FALSE(encode_operation(full_operation()).contains("failedIn"));
+}
+
 void expect_refused(const Json& document, const std::string& fragment) {
   auto decoded = decode_state_annotation(document.dump());
   ASSERT_FALSE(decoded) << document.dump();
@@ -97,6 +120,21 @@ TEST(StateAnnotation, RefusesMissingExtraAndMistypedFields) {
   Json mistyped = encode_operation(full_operation());
   mistyped["claims"][1]["sourceDeleted"] = "no";
   expect_refused(mistyped, "\"sourceDeleted\" must be a boolean");
+}
+
+TEST(StateAnnotation, RefusesAnUnknownFailedInOrOneOutsideFailed) {
+  Operation op = full_operation();
+  op.phase = Phase::Failed;
+  op.failed_in = Phase::Restoring;
+  Json unknown = encode_operation(op);
+  unknown["failedIn"] = "Teleporting";
+  expect_refused(unknown, "unknown phase \"Teleporting\" in \"failedIn\"");
+  Json running = encode_operation(op);
+  running["phase"] = "Restoring";
+  expect_refused(running, "\"failedIn\" in phase Restoring");
+  Json mistyped = encode_operation(op);
+  mistyped["failedIn"] = 7;
+  expect_refused(mistyped, "failedIn");
 }
 
 TEST(StateAnnotation, RefusesABadQuantityAndBadTimestamp) {

@@ -243,6 +243,70 @@ TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
   EXPECT_FALSE(fold(other_phase, PhaseMachine::rules()));
 }
 
+// Failed in Restoring after the sources were replaced: an accepted retry and the PhaseChanged
+// on Resume back to Restoring, in that order and nothing between, and only to the phase it
+// failed in.
+TEST(Fold, AResumeLeavesFailedOnlyRightAfterAnAcceptedRetryAndOnlyToThePhaseItFailedIn) {
+  JournalBuilder b;
+  b.add(events::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.to(Phase::ScalingDown, Phase::BackingUp);
+  b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+  b.to(Phase::BackingUp, Phase::Recreating);
+  b.add(events::SourceDeleted{"data-web-0"});
+  b.add(events::ClaimRecreated{"data-web-0", "new-uid"});
+  b.to(Phase::Recreating, Phase::Restoring);
+  b.add(events::StepFailed{Phase::Restoring, "copy Job failed", true});
+  b.to(Phase::Restoring, Phase::Failed, PhaseEvent::CriticalError);
+  b.add(events::OperationFinished{Phase::Failed});
+  auto failed = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(failed) << failed.error().message;
+  EXPECT_EQ(failed->failed_in, Phase::Restoring);
+  EXPECT_EQ(failed->failure, "copy Job failed");
+
+  auto refused_at_end = [](JournalBuilder builder, const std::string& fragment) {
+    auto refused = fold(builder.records(), PhaseMachine::rules());
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().sequence, static_cast<std::int64_t>(builder.records().size()));
+    EXPECT_NE(refused.error().message.find(fragment), std::string::npos) << refused.error().message;
+  };
+  const events::OperatorAction retry{"retry", Phase::Failed, "alice", "t", "n1", ""};
+  {
+    JournalBuilder no_action = b;
+    no_action.to(Phase::Failed, Phase::Restoring, PhaseEvent::Resume);
+    refused_at_end(no_action, "without an accepted OperatorAction retry");
+  }
+  {
+    JournalBuilder other_phase = b;
+    other_phase.add(retry);
+    other_phase.to(Phase::Failed, Phase::ScalingUp, PhaseEvent::Resume);
+    refused_at_end(other_phase, "refused by the state machine");
+  }
+  {
+    JournalBuilder between = b;
+    between.add(retry);
+    between.add(events::ActionIntended{Phase::Failed, "delete", "Job shop/x", ""});
+    refused_at_end(between, "right after an accepted retry");
+  }
+  b.add(retry);
+  b.to(Phase::Failed, Phase::Restoring, PhaseEvent::Resume);
+  auto resumed = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(resumed->phase, Phase::Restoring);
+  EXPECT_EQ(resumed->failed_in, std::nullopt);
+  EXPECT_EQ(resumed->failure, "");
+  b.add(events::RestoreVerified{"data-web-0", sample_summary(0)});
+  b.to(Phase::Restoring, Phase::ScalingUp);
+  b.to(Phase::ScalingUp, Phase::CleaningUp);
+  b.to(Phase::CleaningUp, Phase::Completed);
+  b.add(events::OperationFinished{Phase::Completed});
+  auto completed = fold(b.records(), PhaseMachine::rules());
+  ASSERT_TRUE(completed) << completed.error().message;
+  EXPECT_EQ(completed->phase, Phase::Completed);
+}
+
 TEST(Fold, CopyPathJournalFoldsToCompletedWithEveryClaimsProgress) {
   const auto records = copy_path_journal(6);
   auto op = fold(records, PhaseMachine::rules());

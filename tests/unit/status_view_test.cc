@@ -260,16 +260,36 @@ TEST(StatusView, Describe_InProgressShowsClaimsJobsBackupsAndEvents) {
   expect_matches_golden("describe_backing_up.txt", render_describe(input, kStatusNow));
 }
 
-TEST(StatusView, Describe_FailedSaysWhereTheDataIsAndThatItIsNotRetried) {
+TEST(StatusView, Describe_FailedInRestoringSaysWhereTheDataIsAndHowToResume) {
   DescribeInput input;
   input.statefulset = statefulset_in("web", Phase::Failed, 5min);
+  Operation op = **read_operation(input.statefulset);
+  op.failed_in = Phase::Restoring;
+  input.statefulset = with_operation(input.statefulset, op);
   const std::string text = render_describe(input, kStatusNow);
   expect_matches_golden("describe_failed.txt", text);
-  EXPECT_NE(text.find("It is not retried after a source claim was replaced"), std::string::npos);
-  EXPECT_EQ(text.find("--retry"), std::string::npos);
+  EXPECT_NE(text.find("Once the cause is fixed, resume it in Restoring, where it failed"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  stsresize advance shop/web --retry\n"), std::string::npos) << text;
   EXPECT_NE(
       text.find("get pvc -l stsresize.dev/operation=web-5f0c2a91,stsresize.dev/purpose=backup"),
       std::string::npos);
+}
+
+TEST(StatusView, Describe_FailedWithoutTheFailedPhaseRecordedSaysItIsNotResumed) {
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::Failed, 5min);
+  std::string text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("The phase it failed in is not recorded"), std::string::npos) << text;
+  EXPECT_EQ(text.find("--retry"), std::string::npos) << text;
+  Operation op = **read_operation(input.statefulset);
+  op.failed_in = Phase::Recreating;
+  input.statefulset = with_operation(input.statefulset, op);
+  text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("It failed in Recreating, which is not resumed in place"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("--retry"), std::string::npos) << text;
 }
 
 TEST(StatusView, Describe_FailedWithItsSourcesIntactSaysHowToRetry) {
