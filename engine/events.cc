@@ -159,18 +159,24 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
 
 }  // namespace
 
-bool reachable(const TransitionRules& rules, Phase from, Phase to) {
-  std::vector<Phase> frontier{from};
-  std::set<Phase> seen{from};
+bool reachable(const TransitionRules& rules, Phase from, Phase to, std::optional<Phase> failed_in) {
+  // A phase alone is not the whole state the rules look at: Failed also carries the phase it
+  // failed in, which decides where a Resume may go.
+  using State = std::pair<Phase, std::optional<Phase>>;
+  const State start{from, from == Phase::Failed ? failed_in : std::nullopt};
+  std::vector<State> frontier{start};
+  std::set<State> seen{start};
   while (!frontier.empty()) {
-    const Phase at = frontier.back();
+    const auto [at, at_failed_in] = frontier.back();
     frontier.pop_back();
     for (Phase next : kAllPhases) {
       for (PhaseEvent event : kAllPhaseEvents) {
         for (bool intact : {true, false}) {
-          if (!rules.allowed(at, event, intact, next)) continue;
+          if (!rules.allowed(at, event, intact, next, at_failed_in)) continue;
           if (next == to) return true;
-          if (seen.insert(next).second) frontier.push_back(next);
+          const State reached{next,
+                              next == Phase::Failed ? std::optional<Phase>{at} : std::nullopt};
+          if (seen.insert(reached).second) frontier.push_back(reached);
         }
       }
     }
@@ -590,7 +596,8 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             // --apply-locally`, a controller on another volume). Going back further is refused.
             const bool lags_by_at_most_one =
                 e.snapshot.phase == op.phase || e.snapshot.phase == previous_phase_;
-            if (!lags_by_at_most_one && !reachable(*rules_, op.phase, e.snapshot.phase)) {
+            if (!lags_by_at_most_one &&
+                !reachable(*rules_, op.phase, e.snapshot.phase, op.failed_in)) {
               return std::unexpected(
                   "Resumed at phase " + std::string{to_string(e.snapshot.phase)} +
                   " but the journal is at " + std::string{to_string(op.phase)} +

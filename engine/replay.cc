@@ -122,6 +122,8 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
   for (const JournalRecord* record : stream) {
     const std::optional<Phase> before =
         folder.state() ? std::optional<Phase>{folder.state()->phase} : std::nullopt;
+    const std::optional<Phase> failed_in_before =
+        folder.state() ? folder.state()->failed_in : std::nullopt;
     const bool keep = states == ReplayStates::Kept;
     std::optional<Operation> state_before = keep ? folder.state() : std::nullopt;
     auto event = decode_event(*record);
@@ -139,7 +141,7 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
       std::string details = timeline_details(*event);
       const Phase after = folder.state()->phase;
       if (std::holds_alternative<Resumed>(*event) && before && *before != after &&
-          reachable(rules, *before, after)) {
+          reachable(rules, *before, after, failed_in_before)) {
         details += " (this journal was at " + std::string{to_string(*before)} +
                    ": the transitions between were taken by another process and journaled "
                    "elsewhere, e.g. by `stsresize advance --apply-locally`)";

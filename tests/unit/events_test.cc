@@ -487,6 +487,50 @@ TEST(Fold, ResumedMayLeadTheJournalByTransitionsTheMachineAllows) {
   EXPECT_NE(refused.error().message.find("Resumed at phase Restoring"), std::string::npos);
 }
 
+// `stsresize advance --retry --apply-locally` resumed a failed restore and took the operation
+// on, journaling elsewhere; the controller's journal ends in Failed, and its Resumed from the
+// annotation leads it through the Resume the machine allows from the phase that failed.
+TEST(Fold, ResumedMayLeadAFailedJournalThroughAResumeToThePhaseThatFailed) {
+  auto failed_in = [](Phase phase) {
+    JournalBuilder b;
+    b.add(events::OperationStarted{"grew", "uid", 3});
+    b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+    if (phase == Phase::Expanding) {
+      b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
+      b.to(Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand);
+    } else {
+      b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
+      b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+      b.to(Phase::ScalingDown, Phase::BackingUp);
+      b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+      b.to(Phase::BackingUp, Phase::Recreating);
+      b.add(events::SourceDeleted{"data-web-0"});
+      b.add(events::ClaimRecreated{"data-web-0", "new-uid"});
+      b.to(Phase::Recreating, Phase::Restoring);
+    }
+    b.add(events::StepFailed{phase, "it failed", true});
+    b.to(phase, Phase::Failed, PhaseEvent::CriticalError);
+    return b;
+  };
+  auto resumed_at = [](JournalBuilder b, Phase phase) {
+    auto records = b.records();
+    records.push_back(make_record(snapshot_at(phase), records.back().sequence + 1, b.time(),
+                                  events::Resumed{snapshot_at(phase)}));
+    return fold(records, PhaseMachine::rules());
+  };
+  for (Phase ahead : {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp}) {
+    auto ok = resumed_at(failed_in(Phase::Restoring), ahead);
+    ASSERT_TRUE(ok) << to_string(ahead) << ": " << ok.error().message;
+    EXPECT_EQ(ok->phase, ahead);
+  }
+  // A failed expansion is never resumed (a retry starts a new operation): no way to Restoring.
+  auto refused = resumed_at(failed_in(Phase::Expanding), Phase::Restoring);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("Resumed at phase Restoring"), std::string::npos);
+  // Nor from a restore that failed back to a phase before it.
+  EXPECT_FALSE(resumed_at(failed_in(Phase::Restoring), Phase::BackingUp));
+}
+
 TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {
   JournalBuilder b;
   b.add(events::OperationStarted{"grew", "uid", 3});
