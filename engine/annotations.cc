@@ -1,6 +1,10 @@
 #include "engine/annotations.h"
 
+#include <algorithm>
+
 #include "engine/advance_request.h"
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
 #include "engine/operation_codec.h"
 #include "engine/timestamp.h"
 
@@ -102,6 +106,37 @@ bool is_marked_failed(const Json& statefulset) {
   if (!labels) return false;
   auto label = labels->find(kFailedLabel);
   return label != labels->end() && *label == "true";
+}
+
+std::string last_operation_id(const Json& statefulset) {
+  auto text = k8s::annotation(statefulset, kLastOperationAnnotation);
+  if (!text || !text->has_value()) return {};
+  const Json document = Json::parse(**text, nullptr, /*allow_exceptions=*/false);
+  if (!document.is_object() || !document.contains("id") || !document.at("id").is_string()) {
+    return {};
+  }
+  return document.at("id").get<std::string>();
+}
+
+std::vector<std::string> unfinished_backups(const Json& statefulset,
+                                            const std::vector<Json>& claims) {
+  std::vector<std::string> names;
+  auto name = k8s::name(statefulset);
+  if (!name) return names;
+  const std::string owner = naming::label_value(*name);
+  const std::string completed = last_operation_id(statefulset);
+  for (const Json& claim : claims) {
+    auto purpose = k8s::label(claim, "stsresize.dev/purpose");
+    auto of = k8s::label(claim, "stsresize.dev/statefulset");
+    if (!purpose || !of || *purpose != "backup" || *of != owner) continue;
+    auto operation = k8s::annotation(claim, "stsresize.dev/operation");
+    if (operation && operation->has_value() && !completed.empty() && **operation == completed) {
+      continue;
+    }
+    if (auto claim_name = k8s::name(claim)) names.push_back(*claim_name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace stsresize

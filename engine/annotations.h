@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/json.h"
 #include "engine/operation.h"
@@ -42,5 +43,15 @@ std::expected<std::optional<Operation>, std::string> read_operation(const Json& 
 Json with_operation(Json statefulset, const Operation& operation);
 
 bool is_marked_failed(const Json& statefulset);
+
+// The backup claims among `claims` that stsresize made for `statefulset` (labels
+// stsresize.dev/statefulset and stsresize.dev/purpose=backup) in an operation other than the one
+// its last-operation annotation records as completed (whose backups `stsresize advance
+// --skip-step` may have kept): the data of an operation that may not have ended. Names, sorted.
+// With no state annotation on the StatefulSet, such an operation must not be forgotten.
+std::vector<std::string> unfinished_backups(const Json& statefulset,
+                                            const std::vector<Json>& claims);
+// The id in the last-operation annotation; empty when there is none or it cannot be read.
+std::string last_operation_id(const Json& statefulset);
 
 }  // namespace stsresize

@@ -102,7 +102,13 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
     e.detail = in.string("detail");
     event = e;
   } else if (type == "BackupVerified") {
-    event = BackupVerified{in.string("claim"), read_summary(in, "summary")};
+    BackupVerified e{in.string("claim"), read_summary(in, "summary")};
+    // Absent in records written before the fence recorded it (0: unknown).
+    if (in.ok() && in.has("generation")) {
+      e.generation = in.integer("generation");
+      if (in.ok() && e.generation <= 0) in.fail(in.where() + ": generation must be positive");
+    }
+    event = e;
   } else if (type == "SourceDeleted") {
     event = SourceDeleted{in.string("claim")};
   } else if (type == "ClaimRecreated") {
@@ -241,7 +247,9 @@ Json encode_event_data(const Event& event) {
                         {"detail", e.detail}};
           },
           [](const BackupVerified& e) {
-            return Json{{"claim", e.claim}, {"summary", encode_tree_summary(e.summary)}};
+            Json data{{"claim", e.claim}, {"summary", encode_tree_summary(e.summary)}};
+            if (e.generation != 0) data["generation"] = e.generation;
+            return data;
           },
           [](const SourceDeleted& e) {
             return Json{{"claim", e.claim}};
@@ -340,7 +348,11 @@ std::string describe(const Event& event) {
           [](const ActionIntended& e) {
             return e.action + " " + e.target + (e.detail.empty() ? "" : ": " + e.detail);
           },
-          [&](const BackupVerified& e) { return e.claim + ": " + summary(e.summary); },
+          [&](const BackupVerified& e) {
+            return e.claim + ": " + summary(e.summary) +
+                   (e.generation != 0 ? ", fenced at generation " + std::to_string(e.generation)
+                                      : std::string{});
+          },
           [](const SourceDeleted& e) { return e.claim; },
           [](const ClaimRecreated& e) { return e.claim + " uid " + e.uid; },
           [&](const RestoreVerified& e) { return e.claim + ": " + summary(e.summary); },
@@ -536,6 +548,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             auto claim = claim_of(e.claim);
             if (!claim) return std::unexpected(claim.error());
             (*claim)->backup_verified = e.summary;
+            (*claim)->backup_generation = e.generation;
             return {};
           },
           [&](const SourceDeleted& e) -> Result {

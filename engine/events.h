@@ -66,6 +66,9 @@ struct ActionIntended {
 struct BackupVerified {
   std::string claim;
   TreeSummary summary;
+  // The StatefulSet's metadata.generation the copy was fenced at (ClaimPlan::backup_generation);
+  // 0 in records written before it was recorded, and then not encoded.
+  std::int64_t generation = 0;
   friend bool operator==(const BackupVerified&, const BackupVerified&) = default;
 };
 struct SourceDeleted {

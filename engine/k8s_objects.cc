@@ -568,6 +568,28 @@ Result<std::string> pod_phase(const Json& pod) {
   return string_or(pod, {"status", "phase"}, "Pending");
 }
 
+Result<std::vector<std::string>> mounted_claims(const Json& pod) {
+  auto volumes = optional_array(pod, {"spec", "volumes"});
+  if (!volumes) return std::unexpected(volumes.error());
+  std::vector<std::string> claims;
+  if (*volumes == nullptr) return claims;
+  std::size_t index = 0;
+  for (const Json& volume : **volumes) {
+    const std::string field = "spec.volumes[" + std::to_string(index++) + "]";
+    if (!volume.is_object()) return fail(pod, field, "is not an object");
+    auto source = volume.find("persistentVolumeClaim");
+    if (source == volume.end() || source->is_null()) continue;
+    if (!source->is_object())
+      return fail(pod, field + ".persistentVolumeClaim", "is not an object");
+    auto claim = source->find("claimName");
+    if (claim == source->end() || !claim->is_string()) {
+      return fail(pod, field + ".persistentVolumeClaim.claimName", "is not a string");
+    }
+    claims.push_back(claim->get<std::string>());
+  }
+  return claims;
+}
+
 Result<std::optional<TerminatedContainer>> terminated_container(const Json& pod,
                                                                 std::string_view container) {
   auto list = optional_array(pod, {"status", "containerStatuses"});

@@ -140,6 +140,8 @@ Result<std::int32_t> backoff_limit(const Json& job);  // 6 when absent (API defa
 
 // --- Pod ------------------------------------------------------------------------------------
 Result<std::string> pod_phase(const Json& pod);  // "Pending" when absent
+// The claims its spec.volumes[].persistentVolumeClaim.claimName name (empty when none).
+Result<std::vector<std::string>> mounted_claims(const Json& pod);
 struct TerminatedContainer {
   std::int32_t exit_code = 0;
   std::string reason;

@@ -83,6 +83,8 @@ std::string_view to_string(PhaseEvent event) {
       return "Skip";
     case PhaseEvent::Resume:
       return "Resume";
+    case PhaseEvent::BackupStale:
+      return "BackupStale";
   }
   return "Unknown";
 }
@@ -105,6 +107,54 @@ std::string_view to_string(Path path) {
 
 std::optional<Path> parse_path(std::string_view text) {
   return parse_by_name(text, kAllPaths);
+}
+
+std::string progress_mismatch(const Operation& op) {
+  const auto phase = std::string{to_string(op.phase)};
+  for (const ClaimPlan& c : op.claims) {
+    if (c.source_deleted && !c.backup_verified) {
+      return "claim " + c.claim + ": source deleted without a verified backup";
+    }
+    if (!c.recreated_uid.empty() && !c.source_deleted) {
+      return "claim " + c.claim + ": recreated while its source was not deleted";
+    }
+    if (c.restore_verified && c.recreated_uid.empty()) {
+      return "claim " + c.claim + ": restored before it was recreated";
+    }
+  }
+  if (op.path != Path::Copy) return {};
+  // Where the state stands once a phase ended, as the steps leave it (failed and aborted
+  // operations may stop anywhere, so only the phases of the forward path are checked).
+  for (const ClaimPlan& c : op.claims) {
+    const bool backed_up = c.backup_verified.has_value() || c.source_deleted;
+    const bool recreated = !c.recreated_uid.empty();
+    const bool restored = c.restore_verified.has_value();
+    switch (op.phase) {
+      case Phase::Recreating:
+        if (!backed_up) return phase + " while the backup of " + c.claim + " is not verified";
+        break;
+      case Phase::Restoring:
+        if (!recreated) return phase + " while " + c.claim + " was not recreated";
+        break;
+      case Phase::ScalingUp:
+      case Phase::CleaningUp:
+        if (!restored) return phase + " while the restore of " + c.claim + " is not verified";
+        break;
+      default:
+        break;
+    }
+  }
+  return {};
+}
+
+std::string unwritten_state(const Operation& op) {
+  if (op.phase == Phase::Completed) {
+    return "a state in Completed, which stsresize never writes (completion removes the state)";
+  }
+  if (const std::string why = progress_mismatch(op); !why.empty()) {
+    return "a state stsresize does not write: " + why;
+  }
+  return {};
 }
 
 bool Operation::sources_intact() const {

@@ -58,6 +58,10 @@ enum class PhaseEvent {
   // were replaced: Failed back into the phase it failed in (Operation::failed_in), whose step
   // runs again. The only way out of Failed; nothing automatic fires it.
   Resume,
+  // Recreating found a source claim still intact whose verified backup may miss writes: the
+  // StatefulSet's spec changed since that backup was verified (someone scaled it up and down,
+  // or it was re-fenced after a scale-up). Back to BackingUp, which copies those claims again.
+  BackupStale,
 };
 inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
@@ -65,6 +69,7 @@ inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StepDone,      PhaseEvent::CriticalError,
     PhaseEvent::ScaleBackDone, PhaseEvent::Abort,
     PhaseEvent::Skip,          PhaseEvent::Resume,
+    PhaseEvent::BackupStale,
 };
 std::string_view to_string(PhaseEvent event);
 std::optional<PhaseEvent> parse_phase_event(std::string_view text);
@@ -92,6 +97,10 @@ struct ClaimPlan {
 
   // Progress, changed only by recorded events.
   std::optional<TreeSummary> backup_verified;
+  // The StatefulSet's metadata.generation while the verified backup was taken (the fence,
+  // states/fence.h): the backup holds every write only while the generation is still this.
+  // 0: not recorded (a backup verified by an stsresize that did not record it): never fresh.
+  std::int64_t backup_generation = 0;
   bool source_deleted = false;
   std::string recreated_uid;
   std::optional<TreeSummary> restore_verified;
@@ -155,6 +164,16 @@ struct Operation {
   const ClaimPlan* find_claim(std::string_view claim) const;
   ClaimPlan* find_claim(std::string_view claim);
 };
+
+// Why `op` cannot be a state the engine wrote: its phase needs progress its claims do not show
+// (Recreating before every backup was verified, Restoring before every claim was recreated,
+// ScalingUp or CleaningUp before every restore was verified), or the progress contradicts
+// itself (a source deleted without a verified backup). Empty when consistent. A state annotation
+// edited by hand (a phase moved on) is refused by this.
+std::string progress_mismatch(const Operation& op);
+// Why a state annotation cannot be continued from: progress_mismatch, or a state in Completed
+// (stsresize removes the state when an operation completes). Empty when it can.
+std::string unwritten_state(const Operation& op);
 
 // Same state, whatever journal sequence each copy was last written at.
 bool same_state(const Operation& a, const Operation& b);

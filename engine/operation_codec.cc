@@ -46,7 +46,7 @@ TimePoint read_time(StrictObject& in, std::string_view key) {
 }  // namespace
 
 Json encode_claim_plan(const ClaimPlan& claim) {
-  return Json{
+  Json document{
       {"claim", claim.claim},
       {"template", claim.template_name},
       {"ordinal", claim.ordinal},
@@ -64,6 +64,9 @@ Json encode_claim_plan(const ClaimPlan& claim) {
       {"restoreVerified", optional_summary(claim.restore_verified)},
       {"expanded", claim.expanded},
   };
+  // Only when recorded, so that a state without it reads as it did before it existed.
+  if (claim.backup_generation != 0) document["backupGeneration"] = claim.backup_generation;
+  return document;
 }
 
 std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
@@ -102,6 +105,10 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
   }
   claim.volume_mode = in.string("volumeMode");
   claim.backup_verified = read_optional_summary(in, "backupVerified");
+  if (in.ok() && document.contains("backupGeneration")) {
+    claim.backup_generation = in.integer("backupGeneration");
+    if (in.ok() && claim.backup_generation < 0) in.fail(where + ": backupGeneration is negative");
+  }
   claim.source_deleted = in.boolean("sourceDeleted");
   claim.recreated_uid = in.string("recreatedUid");
   claim.restore_verified = read_optional_summary(in, "restoreVerified");

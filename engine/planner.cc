@@ -1,5 +1,6 @@
 #include "engine/planner.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <set>
@@ -35,6 +36,8 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
   if (!replicas) return std::unexpected(replicas.error());
   auto templates = k8s::claim_templates(statefulset);
   if (!templates) return std::unexpected(templates.error());
+  auto selector = k8s::selector_match_labels(statefulset);
+  if (!selector) return std::unexpected(selector.error());
 
   std::map<std::string, const Json*> claims_by_name;
   for (const Json& claim : claims_in_namespace) {
@@ -72,6 +75,16 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
       auto deleting = k8s::is_being_deleted(pvc);
       if (!deleting) return std::unexpected(deleting.error());
       if (*deleting) continue;
+      // The StatefulSet controller labels the claims it creates with the set's selector. A claim
+      // of this name whose labels say another selector belongs to another StatefulSet whose
+      // name and template combine to the same claim name (web-db/data vs db/data-web).
+      auto claim_labels = k8s::labels(pvc);
+      if (!claim_labels) return std::unexpected(claim_labels.error());
+      const bool foreign = std::ranges::any_of(*selector, [&](const auto& entry) {
+        auto label = claim_labels->find(entry.first);
+        return label != claim_labels->end() && label->second != entry.second;
+      });
+      if (foreign) continue;
       auto requested = k8s::requested_storage(pvc);
       if (!requested) return std::unexpected(requested.error());
       if (*requested == *tmpl.storage) continue;

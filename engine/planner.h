@@ -21,7 +21,10 @@ struct ResizePlan {
 // For each volumeClaimTemplate and each existing claim "<template>-<sts>-<ordinal>" (ordinals
 // at or above the current replica count included): a claim whose request is below the
 // template's is planned. A claim being deleted (metadata.deletionTimestamp) is skipped: the
-// StatefulSet controller recreates it from the template. Expand iff every planned claim's
+// StatefulSet controller recreates it from the template. So is a claim whose labels give one of
+// the selector's keys another value: it belongs to another StatefulSet whose name and template
+// give the same claim name (the fence, states/fence.h, also refuses a claim another owner's pod
+// mounts). Expand iff every planned claim's
 // StorageClass exists, allows volume expansion and the claim keeps its class; else Copy.
 // nullopt: nothing to do. Errors (no action is taken): a template without a storage request,
 // an unparsable quantity, a shrink ("shrinking is not supported yet"), a StorageClass that

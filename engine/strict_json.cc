@@ -11,6 +11,10 @@ StrictObject::StrictObject(const Json& object, std::string where)
   if (!object_.is_object()) fail(where_ + ": expected a JSON object");
 }
 
+bool StrictObject::has(std::string_view key) const {
+  return object_.is_object() && object_.contains(key);
+}
+
 void StrictObject::fail(std::string message) {
   if (error_.empty()) error_ = std::move(message);
 }

@@ -26,6 +26,8 @@ class StrictObject {
   const Json& array(std::string_view key);
   // Present and null: false. Present and an object: true (read it with object()).
   bool non_null(std::string_view key);
+  // Whether the document has `key`: for the optional fields that later versions added.
+  bool has(std::string_view key) const;
 
   void fail(std::string message);
   bool ok() const { return error_.empty(); }

@@ -36,6 +36,7 @@ struct Skip {};
 struct Resume {
   std::optional<Phase> failed_in;
 };
+struct BackupStale {};
 
 // States: one per Phase.
 template <Phase P>
@@ -97,6 +98,8 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< ScalingDown,      StepDone,            BackingUp,        none,  none         >,
     Row< BackingUp,        StepDone,            Recreating,       none,  none         >,
     Row< Recreating,       StepDone,            Restoring,        none,  none         >,
+    // A source still intact whose backup may miss writes (the fence was broken): copy again
+    Row< Recreating,       BackupStale,         BackingUp,        none,  none         >,
     Row< Restoring,        StepDone,            ScalingUp,        none,  none         >,
     Row< ScalingUp,        StepDone,            CleaningUp,       none,  none         >,
     Row< CleaningUp,       StepDone,            Completed,        none,  none         >,
@@ -240,6 +243,9 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
       break;
     case PhaseEvent::Resume:
       m.process_event(Resume{failed_in});
+      break;
+    case PhaseEvent::BackupStale:
+      m.process_event(BackupStale{});
       break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without

@@ -52,6 +52,8 @@ std::map<Key, Phase> expected_table() {
   }
   // A person's skip: only CleaningUp, whose remaining deletes can be left undone.
   both(Phase::CleaningUp, PhaseEvent::Skip, Phase::Completed);
+  // A backup that may miss writes (the fence was broken): copied again before more deletes.
+  both(Phase::Recreating, PhaseEvent::BackupStale, Phase::BackingUp);
   return table;
 }
 
@@ -74,7 +76,7 @@ TEST(PhaseMachine, EveryRowOfTheTableLeadsWhereTheSpecificationSays) {
     EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, to));
     ++allowed;
   }
-  EXPECT_EQ(allowed, 52);
+  EXPECT_EQ(allowed, 54);
 }
 
 TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
@@ -96,7 +98,7 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
       }
     }
   }
-  EXPECT_EQ(refused, 13 * 10 * 2 - 52);
+  EXPECT_EQ(refused, 13 * 11 * 2 - 54);
 }
 
 // Failed is terminal: the only way out is a person's Resume, back to the very phase the
