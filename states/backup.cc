@@ -1,7 +1,12 @@
 // BackingUp: for every planned claim, a backup claim of the same size and class and a copy Job
 // source -> backup; BackupVerified is recorded only when the Job's summary shows both trees
-// equal. At most settings.max_parallel_copies Jobs run at once.
+// equal, with the fence generation it was taken at. At most settings.max_parallel_copies Jobs
+// run at once. The fence (states/fence.h) is checked at every invocation: a scale-up with every
+// source intact is a critical error (ScalingBack); once a source is gone (BackingUp entered
+// again on BackupStale) the fence is set again. A backup verified at another generation is
+// taken again; a claim whose source was deleted is never copied over: its backup is the data.
 #include "engine/naming.h"
+#include "states/fence.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -65,10 +70,21 @@ std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan&
 }  // namespace
 
 StepOutcome backup_step(StepContext& ctx) {
+  auto breach = fence_breach(ctx, intact_sources(ctx.op));
+  if (!breach) return breach.error();
+  if (*breach) {
+    if (!ctx.op.sources_intact()) return restore_fence(ctx, **breach);
+    return StepOutcome::critical(
+        "the fence was broken during BackingUp (" + describe(**breach) +
+        "): a backup may miss what is written to its source, so it proves nothing; scaling back "
+        "onto the intact source claims");
+  }
+  const std::int64_t generation = fence_generation(ctx);
   int running = 0;
   bool all_verified = true;
   for (const ClaimPlan& claim : ctx.op.claims) {
-    if (claim.backup_verified) continue;
+    if (claim.source_deleted) continue;
+    if (claim.backup_verified && claim.backup_generation == generation) continue;
     all_verified = false;
     const ObjectRef backup_ref = claim_ref(ctx.op, naming::backup_claim(claim.claim));
     auto backup = get_optional(ctx, backup_ref);
@@ -90,13 +106,13 @@ StepOutcome backup_step(StepContext& ctx) {
 
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
                          naming::backup_claim(claim.claim), "backup",
-                         running < ctx.settings.max_parallel_copies);
+                         running < ctx.settings.max_parallel_copies, generation);
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});
     if (copy->running) ++running;
     if (copy->summary) {
-      if (auto recorded =
-              ctx.journal.record(events::BackupVerified{claim.claim, copy->summary->source});
+      if (auto recorded = ctx.journal.record(
+              events::BackupVerified{claim.claim, copy->summary->source, generation});
           !recorded) {
         return StepOutcome::transient(recorded.error());
       }

@@ -1,8 +1,13 @@
 // Recreating: for every claim, delete the source (uid precondition) — only once its backup is
 // verified and the backup claim still exists, is ours and is Bound, and after deleting the
 // backup Job whose pod would otherwise keep the source claim — then create the claim again,
-// empty, with the target size and class and the original labels.
+// empty, with the target size and class and the original labels. Before every act the fence
+// (states/fence.h) must hold: a breach while every source is intact is a critical error
+// (ScalingBack), after a source was deleted the fence is set again. A source still intact whose
+// backup was verified at another fence generation goes back to BackingUp (BackupStale) before
+// any further source is deleted.
 #include "engine/naming.h"
+#include "states/fence.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -35,6 +40,12 @@ std::optional<StepOutcome> refuse_delete(StepContext& ctx, const ClaimPlan& clai
   if (!claim.backup_verified) {
     return StepOutcome::critical("refusing to delete " + claim.claim +
                                  ": its backup has not been verified");
+  }
+  if (claim.backup_generation != fence_generation(ctx)) {
+    return StepOutcome::critical("refusing to delete " + claim.claim +
+                                 ": its backup was verified at StatefulSet generation " +
+                                 std::to_string(claim.backup_generation) + ", it is now " +
+                                 std::to_string(fence_generation(ctx)));
   }
   const std::string name = naming::backup_claim(claim.claim);
   auto backup = get_optional(ctx, claim_ref(ctx.op, name));
@@ -133,6 +144,21 @@ StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
 }  // namespace
 
 StepOutcome recreate_step(StepContext& ctx) {
+  auto breach = fence_breach(ctx, planned_claims(ctx.op));
+  if (!breach) return breach.error();
+  if (*breach) {
+    if (!ctx.op.sources_intact()) return restore_fence(ctx, **breach);
+    return StepOutcome::critical(
+        "the fence was broken during Recreating before any source claim "
+        "was deleted (" +
+        describe(**breach) + "): scaling back onto the intact source claims");
+  }
+  const std::int64_t generation = fence_generation(ctx);
+  for (const ClaimPlan& claim : ctx.op.claims) {
+    if (!claim.source_deleted && claim.backup_verified && claim.backup_generation != generation) {
+      return StepOutcome::done(PhaseEvent::BackupStale);
+    }
+  }
   for (const ClaimPlan& claim : ctx.op.claims) {
     if (!claim.recreated_uid.empty()) continue;
     if (!claim.source_deleted) return delete_source(ctx, claim);

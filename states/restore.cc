@@ -1,12 +1,47 @@
 // Restoring: a copy Job backup -> recreated claim for every claim; RestoreVerified only when
-// the Job's summary shows both trees equal AND equal to what the backup verified.
+// the Job's summary shows both trees equal AND equal to what the backup verified. The fence
+// (states/fence.h) holds until every restore is verified: a scale-up here would run the
+// application on claims still empty or half restored, so the replicas go back to 0, and a copy
+// Job that ran while the fence was broken is taken again.
 #include "engine/naming.h"
+#include "states/fence.h"
 #include "states/step_support.h"
 
 namespace stsresize {
 
+namespace {
+
+using namespace steps;
+
+// The backup claim must still be the one the operation verified: without it there is nothing
+// to restore from, which is not the same as a recreated claim that is still Pending.
+std::optional<StepOutcome> refuse_restore(StepContext& ctx, const ClaimPlan& claim) {
+  const std::string name = naming::backup_claim(claim.claim);
+  auto backup = get_optional(ctx, claim_ref(ctx.op, name));
+  if (!backup) return backup.error();
+  if (!backup->has_value()) {
+    return StepOutcome::critical("backup claim " + name + " of " + claim.claim +
+                                 " is gone (deleted by someone else): the data of " + claim.claim +
+                                 " cannot be restored by stsresize");
+  }
+  if (!created_by(**backup, ctx.op)) {
+    return StepOutcome::critical("backup claim " + name + " was not created by operation " +
+                                 ctx.op.id + ": not restoring from it");
+  }
+  if (being_deleted(**backup)) {
+    return StepOutcome::critical("backup claim " + name + " of " + claim.claim +
+                                 " is being deleted by someone else");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 StepOutcome restore_step(StepContext& ctx) {
-  using namespace steps;
+  auto breach = fence_breach(ctx, planned_claims(ctx.op));
+  if (!breach) return breach.error();
+  if (*breach) return restore_fence(ctx, **breach);
+  const std::int64_t generation = fence_generation(ctx);
   int running = 0;
   bool all_verified = true;
   for (const ClaimPlan& claim : ctx.op.claims) {
@@ -24,8 +59,10 @@ StepOutcome restore_step(StepContext& ctx) {
       return StepOutcome::critical("recreated claim " + claim.claim + " is still " + *phase +
                                    " after the pending timeout");
     }
-    auto copy = copy_job(ctx, naming::restore_job(claim.claim), naming::backup_claim(claim.claim),
-                         claim.claim, "restore", running < ctx.settings.max_parallel_copies);
+    if (auto refused = refuse_restore(ctx, claim)) return *refused;
+    auto copy =
+        copy_job(ctx, naming::restore_job(claim.claim), naming::backup_claim(claim.claim),
+                 claim.claim, "restore", running < ctx.settings.max_parallel_copies, generation);
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});
     if (copy->running) ++running;

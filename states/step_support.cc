@@ -1,6 +1,7 @@
 #include "states/step_support.h"
 
 #include "engine/naming.h"
+#include "states/fence.h"
 
 namespace stsresize::steps {
 
@@ -109,7 +110,10 @@ std::expected<bool, StepOutcome> replicas_settled(StepContext& ctx, std::int32_t
 namespace {
 
 // The termination message of the Job's (last) successful copy pod.
-std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std::string& job) {
+// Matched by the Job's uid too: a Job deleted as stale leaves pods of the same Job name for a
+// while, and their summary is of a copy that no longer counts.
+std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std::string& job,
+                                                    const std::string& job_uid) {
   const std::string selector = "stsresize.dev/operation=" + naming::label_value(ctx.op.id);
   auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
   if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
@@ -117,7 +121,10 @@ std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std:
     auto owners = k8s::owner_references(pod);
     if (!owners) continue;
     bool of_job = false;
-    for (const auto& owner : *owners) of_job = of_job || (owner.kind == "Job" && owner.name == job);
+    for (const auto& owner : *owners) {
+      of_job = of_job || (owner.kind == "Job" && owner.name == job &&
+                          (job_uid.empty() || owner.uid.empty() || owner.uid == job_uid));
+    }
     if (!of_job) continue;
     auto terminated = k8s::terminated_container(pod, "copy");
     if (!terminated || !terminated->has_value() || (*terminated)->exit_code != 0) continue;
@@ -137,7 +144,8 @@ std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std:
 std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::string& job_name,
                                                   const std::string& source_claim,
                                                   const std::string& destination_claim,
-                                                  const std::string& purpose, bool may_start) {
+                                                  const std::string& purpose, bool may_start,
+                                                  std::int64_t generation) {
   const ObjectRef ref = job_ref(ctx.op, job_name);
   auto existing = get_optional(ctx, ref);
   if (!existing) return std::unexpected(existing.error());
@@ -149,10 +157,13 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
         !intended) {
       return std::unexpected(StepOutcome::transient(intended.error()));
     }
-    const Json job =
-        build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
-                                      ctx.op.id, ctx.op.statefulset, purpose},
-                       ctx.settings.copy_job);
+    Json job = build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
+                                             ctx.op.id, ctx.op.statefulset, purpose},
+                              ctx.settings.copy_job);
+    if (auto set = k8s::set_annotation(job, kFenceGenerationAnnotation, std::to_string(generation));
+        !set) {
+      return std::unexpected(malformed(set.error()));
+    }
     auto created = ctx.kube.create(Kind::Job, job);
     if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
       return std::unexpected(from_error(created.error(), "creating " + to_string(ref)));
@@ -164,6 +175,18 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   if (!created_by(job, ctx.op)) {
     return std::unexpected(StepOutcome::critical(
         to_string(ref) + " exists but was not created by operation " + ctx.op.id));
+  }
+  auto fenced_at = k8s::annotation(job, kFenceGenerationAnnotation);
+  if (!fenced_at) return std::unexpected(malformed(fenced_at.error()));
+  if (*fenced_at != std::to_string(generation)) {
+    // Its copy may miss what was written since: never read its result, take the copy again.
+    bool acted = false;
+    auto exists = delete_ours(ctx, ref, acted);
+    if (!exists) return std::unexpected(exists.error());
+    progress.created = acted;
+    progress.running = !acted && *exists;
+    if (!acted && !*exists && may_start) progress.created = true;  // gone: create it next call
+    return progress;
   }
   auto status = k8s::job_status(job);
   if (!status) return std::unexpected(malformed(status.error()));
@@ -181,7 +204,7 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
     case k8s::JobOutcome::Complete:
       break;
   }
-  auto summary = job_summary(ctx, job_name);
+  auto summary = job_summary(ctx, job_name, k8s::uid(job).value_or(""));
   if (!summary) return std::unexpected(summary.error());
   if (!summary->matches()) {
     return std::unexpected(StepOutcome::critical(

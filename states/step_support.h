@@ -52,9 +52,11 @@ std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas)
 std::expected<bool, StepOutcome> replicas_settled(StepContext& ctx, std::int32_t replicas,
                                                   bool ready);
 
-// Creates the copy Job `job_name` (intend + create) unless it exists. Reports on the existing
-// one: nullopt while running; the verified summary when done; critical when failed, not ours
-// or mismatched.
+// Creates the copy Job `job_name` (intend + create) unless it exists, annotated with the fence
+// `generation` (states/fence.h). Reports on the existing one: nullopt while running; the
+// verified summary when done; critical when failed, not ours or mismatched. A Job of ours
+// created at another generation may have copied a tree that changed since: it is deleted
+// (`created`: a side effect) and, once gone, created again.
 struct CopyProgress {
   bool created = false;  // a side effect happened: return Waiting(0)
   bool running = false;
@@ -63,7 +65,8 @@ struct CopyProgress {
 std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::string& job_name,
                                                   const std::string& source_claim,
                                                   const std::string& destination_claim,
-                                                  const std::string& purpose, bool may_start);
+                                                  const std::string& purpose, bool may_start,
+                                                  std::int64_t generation);
 
 // Deletes an object this operation created (intend + delete). Returns true while it exists.
 std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted);

@@ -65,10 +65,43 @@ class Steps : public ::testing::Test {
     op.claims = (*plan)->claims;
     op.started = op.phase_since = world.clock.now();
   }
+  // The copy phases start where ScalingDown leaves the set: fenced at 0 replicas, no pod. A
+  // backup the test marks verified was taken at the fence's generation.
   void at(Phase phase) {
+    if (phase == Phase::BackingUp || phase == Phase::Recreating || phase == Phase::Restoring) {
+      fence();
+    }
+    for (ClaimPlan& claim : op.claims) {
+      if (claim.backup_verified && claim.backup_generation == 0) {
+        claim.backup_generation = generation();
+      }
+    }
     op.phase = phase;
     op.phase_since = world.clock.now();
     journal = std::make_unique<TestJournal>(op);
+  }
+  void fence() {
+    world.kube.mutate_raw(world.sts(), [](Json& s) { s["spec"]["replicas"] = 0; });
+    world.settle(5);
+  }
+  // What a person or a GitOps tool does: the StatefulSet back to `replicas`.
+  // Through the API, so that the StatefulSet's generation moves as it does in a cluster.
+  void scale_to(int replicas) {
+    Json live = world.live_sts();
+    live["spec"]["replicas"] = replicas;
+    ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
+  }
+  std::int64_t generation() const { return *k8s::generation(world.live_sts()); }
+  // A pod of no owner (a debug pod, another tool) that mounts `claim`.
+  void mount_by_hand(const std::string& pod, const std::string& claim) {
+    world.kube.put_raw(
+        Kind::Pod,
+        Json{{"metadata", {{"name", pod}, {"namespace", kNs}}},
+             {"spec",
+              {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
+               {"volumes", Json::array({{{"name", "v"},
+                                         {"persistentVolumeClaim", {{"claimName", claim}}}}})}}},
+             {"status", {{"phase", "Running"}}}});
   }
   StepOutcome run(Step step) {
     sts = world.live_sts();
@@ -325,6 +358,148 @@ TEST_F(Steps, CopyJobCarriesTheConfiguredImageFlagsAndPlacement) {
   EXPECT_EQ(container["securityContext"], settings.copy_job.security_context);
   EXPECT_EQ(pod["nodeSelector"], settings.copy_job.node_selector);
   EXPECT_EQ(pod["tolerations"], settings.copy_job.tolerations);
+}
+
+TEST_F(Steps, BackupWhileTheSetIsScaledUpWithEverySourceIntactIsCritical) {
+  at(Phase::BackingUp);
+  EXPECT_TRUE(run(&backup_step).is(StepOutcome::Kind::Waiting));  // a backup claim
+  const int before = world.kube.mutations();
+  scale_to(3);  // kubectl scale, or a GitOps tool putting spec.replicas back
+  const StepOutcome outcome = run(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("spec.replicas of the StatefulSet is 3"), std::string::npos)
+      << outcome.message;
+  EXPECT_EQ(world.kube.mutations(), before);
+  // The machine turns that into ScalingBack while every source is intact.
+  EXPECT_EQ(PhaseMachine{Phase::BackingUp}.fire(PhaseEvent::CriticalError, op.sources_intact()),
+            Phase::ScalingBack);
+}
+
+TEST_F(Steps, BackupVerifiedBeforeAScaleUpIsNotTakenAsDoneWhileAnApprovalWaits) {
+  at(Phase::BackingUp);
+  ASSERT_TRUE(run_until_settled(&backup_step, 200).is(StepOutcome::Kind::Done));
+  // The transition to Recreating waits for approval; the step runs again at each reconcile.
+  scale_to(2);
+  const StepOutcome outcome = run(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+}
+
+TEST_F(Steps, AClaimMountedByAPodOfAnotherOwnerBreaksTheFence) {
+  at(Phase::BackingUp);
+  mount_by_hand("debug", op.claims[1].claim);
+  const StepOutcome outcome = run(&backup_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("pod debug (no owner) mounts " + op.claims[1].claim),
+            std::string::npos)
+      << outcome.message;
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, ScaleDownRefusesAClaimThatAPodOfAnotherOwnerMounts) {
+  at(Phase::ScalingDown);
+  mount_by_hand("db-0", op.claims[0].claim);
+  const StepOutcome outcome = run_until_settled(&scale_down_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("not touching it"), std::string::npos) << outcome.message;
+}
+
+TEST_F(Steps, AnEndedPodAndTheOperationsOwnCopyPodsDoNotBreakTheFence) {
+  at(Phase::BackingUp);
+  mount_by_hand("finished", op.claims[0].claim);
+  world.kube.mutate_raw(ObjectRef{Kind::Pod, kNs, "finished"},
+                        [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
+  // The backup Jobs' pods mount every source while they copy.
+  EXPECT_TRUE(run_until_settled(&backup_step, 200).is(StepOutcome::Kind::Done));
+}
+
+TEST_F(Steps, ABackupTakenAtAnotherGenerationIsCopiedAgainWithANewJob) {
+  at(Phase::BackingUp);
+  ASSERT_TRUE(run_until_settled(&backup_step, 200).is(StepOutcome::Kind::Done));
+  const std::int64_t first = generation();
+  for (const ClaimPlan& claim : op.claims) EXPECT_EQ(claim.backup_generation, first);
+  // Scaled up and back down while the controller was away: the pods may have written.
+  scale_to(3);
+  world.settle(5);
+  world.cluster.write_file(world.claim(op.claims[0].claim), "app/late.log", "written late");
+  scale_to(0);
+  world.settle(5);
+  ASSERT_GT(generation(), first);
+  EXPECT_TRUE(run_until_settled(&backup_step, 300).is(StepOutcome::Kind::Done));
+  for (const ClaimPlan& claim : op.claims) {
+    EXPECT_EQ(claim.backup_generation, generation()) << claim.claim;
+    EXPECT_EQ(client_creates(naming::backup_job(claim.claim)), 2) << claim.claim;
+  }
+  const auto backup =
+      world.cluster.volume_files(world.claim(naming::backup_claim(op.claims[0].claim)));
+  ASSERT_TRUE(backup);
+  EXPECT_EQ(backup->at("app/late.log"), "written late");
+}
+
+TEST_F(Steps, RecreateSendsAStaleBackupBackToBackingUpBeforeDeletingAnything) {
+  verify_all_backups();
+  at(Phase::Recreating);
+  scale_to(3);
+  world.settle(5);
+  scale_to(0);
+  world.settle(5);
+  const StepOutcome outcome = run(&recreate_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
+  EXPECT_EQ(outcome.event, PhaseEvent::BackupStale);
+  EXPECT_EQ(world.kube.mutations(), 0);
+  EXPECT_EQ(PhaseMachine{Phase::Recreating}.fire(PhaseEvent::BackupStale), Phase::BackingUp);
+}
+
+TEST_F(Steps, RecreateBeforeAnySourceDeleteRefusesAScaleUp) {
+  verify_all_backups();
+  at(Phase::Recreating);
+  scale_to(3);
+  const StepOutcome outcome = run(&recreate_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
+TEST_F(Steps, AfterASourceDeleteAScaleUpIsUndoneAndTheStepWaits) {
+  verify_all_backups();
+  at(Phase::Recreating);
+  ClaimPlan& first = op.claims[0];
+  ASSERT_TRUE(world.kube.system().remove(world.claim(first.claim)));
+  first.source_deleted = true;
+  journal = std::make_unique<TestJournal>(op);
+  scale_to(3);
+  EXPECT_TRUE(run(&recreate_step).is(StepOutcome::Kind::Waiting));  // the warning, journaled
+  EXPECT_NE(op.warning.find("the fence was broken in Recreating"), std::string::npos) << op.warning;
+  ASSERT_EQ(world.events.with_reason("FenceRestored").size(), 1u);
+  EXPECT_TRUE(run(&recreate_step).is(StepOutcome::Kind::Waiting));  // replicas back to 0
+  EXPECT_EQ(*k8s::spec_replicas(world.live_sts()), 0);
+  EXPECT_EQ(world.events.with_reason("FenceRestored").size(), 1u);
+  // Nothing is deleted or created while pods may still run.
+  EXPECT_EQ(client_creates(first.claim), 0);
+}
+
+TEST_F(Steps, RestoreRefusesWhenTheBackupClaimIsGone) {
+  verify_all_backups();
+  at(Phase::Restoring);
+  for (ClaimPlan& claim : op.claims) {
+    ASSERT_TRUE(world.kube.system().remove(world.claim(claim.claim)));
+    claim.source_deleted = true;
+  }
+  world.settle(3);  // pvc-protection lets them go: no pod uses them
+  for (ClaimPlan& claim : op.claims) {
+    auto created = world.kube.system().create(
+        Kind::PersistentVolumeClaim, Json{{"metadata", {{"name", claim.claim}, {"namespace", kNs}}},
+                                          {"spec",
+                                           {{"storageClassName", "standard"},
+                                            {"accessModes", {"ReadWriteOnce"}},
+                                            {"resources", {{"requests", {{"storage", "2Gi"}}}}}}}});
+    ASSERT_TRUE(created);
+    claim.recreated_uid = *k8s::uid(*created);
+  }
+  world.settle(3);
+  journal = std::make_unique<TestJournal>(op);
+  const StepOutcome outcome = run(&restore_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical)) << outcome.message;
+  EXPECT_NE(outcome.message.find("is gone (deleted by someone else)"), std::string::npos)
+      << outcome.message;
 }
 
 TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {

@@ -1,0 +1,113 @@
+#include "states/fence.h"
+
+#include <algorithm>
+#include <set>
+
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
+#include "states/step_support.h"
+
+namespace stsresize::steps {
+
+namespace {
+
+// "pod db-0 (StatefulSet db)", "pod debug (no owner)".
+std::string describe_pod(const Json& pod) {
+  std::string text = "pod " + k8s::name(pod).value_or("?");
+  auto owners = k8s::owner_references(pod);
+  if (owners && !owners->empty()) {
+    text += " (" + owners->front().kind + " " + owners->front().name + ")";
+  } else {
+    text += " (no owner)";
+  }
+  return text;
+}
+
+bool copy_pod_of(const Json& pod, const Operation& op) {
+  auto label = k8s::label(pod, "stsresize.dev/operation");
+  return label && label->has_value() && **label == naming::label_value(op.id);
+}
+
+}  // namespace
+
+std::string describe(const FenceBreach& breach) {
+  return breach.detail;
+}
+
+std::expected<std::optional<FenceBreach>, StepOutcome> fence_breach(
+    StepContext& ctx, const std::vector<std::string>& claims) {
+  auto wanted = k8s::spec_replicas(ctx.statefulset);
+  if (!wanted) return std::unexpected(malformed(wanted.error()));
+  if (*wanted != 0) {
+    return FenceBreach{FenceBreach::Kind::Replicas,
+                       "spec.replicas of the StatefulSet is " + std::to_string(*wanted)};
+  }
+  auto status = k8s::statefulset_status(ctx.statefulset);
+  if (!status) return std::unexpected(malformed(status.error()));
+  if (status->replicas != 0) {
+    return FenceBreach{FenceBreach::Kind::Replicas,
+                       "the StatefulSet still runs " + std::to_string(status->replicas) + " pods"};
+  }
+  if (claims.empty()) return std::nullopt;
+  // Every pod of the namespace: a pod of another owner can mount a claim whose name collides
+  // with this StatefulSet's, and a pod started by hand needs no owner at all.
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
+  const std::set<std::string, std::less<>> fenced(claims.begin(), claims.end());
+  for (const Json& pod : pods->items) {
+    if (copy_pod_of(pod, ctx.op)) continue;
+    // A pod that has ended writes nothing more (pvc-protection still counts it, which is why
+    // the backup Job goes before its source).
+    auto phase = k8s::pod_phase(pod);
+    if (phase && (*phase == "Succeeded" || *phase == "Failed")) continue;
+    auto mounted = k8s::mounted_claims(pod);
+    if (!mounted) return std::unexpected(malformed(mounted.error()));
+    for (const std::string& claim : *mounted) {
+      if (fenced.contains(claim)) {
+        return FenceBreach{FenceBreach::Kind::Mounted, describe_pod(pod) + " mounts " + claim};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::int64_t fence_generation(const StepContext& ctx) {
+  return k8s::generation(ctx.statefulset).value_or(0);
+}
+
+std::vector<std::string> planned_claims(const Operation& op) {
+  std::vector<std::string> names;
+  for (const ClaimPlan& claim : op.claims) names.push_back(claim.claim);
+  return names;
+}
+
+std::vector<std::string> intact_sources(const Operation& op) {
+  std::vector<std::string> names;
+  for (const ClaimPlan& claim : op.claims) {
+    if (!claim.source_deleted) names.push_back(claim.claim);
+  }
+  return names;
+}
+
+StepOutcome restore_fence(StepContext& ctx, const FenceBreach& breach) {
+  const std::string prefix = "the fence was broken in " + std::string{to_string(ctx.op.phase)};
+  const std::string why = prefix + " (" + describe(breach) +
+                          ") after a source claim was deleted: stsresize holds the StatefulSet "
+                          "at 0 replicas until every restore is verified";
+  // Once per phase: the breach's detail changes as pods go (replicas, then a pod, ...).
+  if (!ctx.op.warning.starts_with(prefix)) {
+    if (auto recorded = ctx.journal.record(events::StepFailed{ctx.op.phase, why, false});
+        !recorded) {
+      return StepOutcome::transient(recorded.error());
+    }
+    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "FenceRestored",
+                      "operation " + ctx.op.id + ": " + why);
+    return StepOutcome::waiting(Duration{0});
+  }
+  if (auto acted = set_replicas(ctx, 0)) return *acted;
+  return StepOutcome::waiting(
+      ctx.settings.poll_interval,
+      "fence: " + describe(breach) + "; waiting until no pod uses the claims");
+}
+
+}  // namespace stsresize::steps

@@ -1,0 +1,60 @@
+#pragma once
+// The fence of a copy-path operation. From the end of ScalingDown until every restore is
+// verified, nothing but the operation's own copy Jobs may use its claims: a copy is a proof only
+// if nothing wrote to its source since it was taken, and a claim is deleted only under that
+// proof. The fence holds when the StatefulSet asks for 0 replicas, runs none, and no pod in the
+// namespace — of any owner: a claim name can collide with another StatefulSet's — mounts one of
+// the claims. The steps check it at each invocation, so also while a transition awaits approval
+// (the step runs again before the transition is taken).
+//
+// A copy also records the StatefulSet's metadata.generation it was taken at
+// (ClaimPlan::backup_generation, the copy Job's stsresize.dev/fence-generation): any change of
+// the spec since — a scale up and back down while the controller was away included — makes it
+// stale, and it is taken again before its source may be deleted.
+//
+// What a step does on a breach depends on where the data is:
+// - every source claim intact: a critical error, which the machine turns into ScalingBack (the
+//   person or tool that scaled up gets the replicas, the resize is rolled back, nothing lost);
+// - a source already deleted: scaling up would run the application on claims that are empty or
+//   being restored, so the fence is set again (replicas back to 0, journaled) and the step waits
+//   until no pod uses the claims; a Warning says who broke it.
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "states/step.h"
+
+namespace stsresize::steps {
+
+// Annotation on every copy Job: the StatefulSet's metadata.generation when it was created.
+inline constexpr std::string_view kFenceGenerationAnnotation = "stsresize.dev/fence-generation";
+
+struct FenceBreach {
+  enum class Kind {
+    Replicas,  // spec.replicas or status.replicas of the StatefulSet is not 0
+    Mounted,   // a pod (not one of the operation's copy Jobs) mounts one of the claims
+  };
+  Kind kind = Kind::Replicas;
+  std::string detail;  // "spec.replicas is 3", "pod db-0 (StatefulSet db) mounts data-web-db-0"
+};
+std::string describe(const FenceBreach& breach);
+
+// nullopt: the fence holds for `claims`. An error: the outcome to return (a failed list).
+std::expected<std::optional<FenceBreach>, StepOutcome> fence_breach(
+    StepContext& ctx, const std::vector<std::string>& claims);
+
+// The StatefulSet's metadata.generation as read by this step.
+std::int64_t fence_generation(const StepContext& ctx);
+
+// Every claim the operation plans, by name (a source and its successor share the name).
+std::vector<std::string> planned_claims(const Operation& op);
+// The planned claims whose source has not been deleted: they still hold the data.
+std::vector<std::string> intact_sources(const Operation& op);
+
+// After a breach once a source claim is gone: spec.replicas back to 0 (journaled intent, a
+// Warning FenceRestored naming the breach, a non-critical StepFailed kept as the operation's
+// warning), then Waiting until the breach is over. Always an outcome for the step to return.
+StepOutcome restore_fence(StepContext& ctx, const FenceBreach& breach);
+
+}  // namespace stsresize::steps
