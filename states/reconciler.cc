@@ -46,6 +46,19 @@ ReconcileResult terminal(std::string message) {
   return {ReconcileResult::Kind::Terminal, Duration{0}, std::move(message)};
 }
 
+// A status annotation quotes what it refuses, which can be as large as the request itself; the
+// API server refuses annotations over 256 KiB in all, so the status keeps a bounded prefix.
+std::string bounded_status(std::string text) {
+  constexpr std::size_t kLimit = 1024;
+  if (text.size() <= kLimit) return text;
+  text.resize(kLimit);
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) {
+    text.pop_back();  // never cut a UTF-8 sequence in two
+  }
+  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
+  return text + "... (cut; the Event has it whole)";
+}
+
 std::string state_annotation_of(const Json& statefulset) {
   auto value = k8s::annotation(statefulset, kStateAnnotation);
   return value && value->has_value() ? **value : std::string{};
@@ -129,7 +142,8 @@ class Reconciler::Session final : public StepJournal {
  private:
   ReconcileResult start();
   ReconcileResult start_requested(const std::string& request);
-  ReconcileResult reject_request(const std::string& reason);
+  ReconcileResult reject_request(const std::string& reason,
+                                 std::string_view event_reason = "InvalidResizeRequest");
   // A new operation on sts_: its first events committed (journal, then annotation).
   std::expected<void, std::string> begin(const std::string& trigger, std::vector<Event> events);
   // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
@@ -137,7 +151,26 @@ class Reconciler::Session final : public StepJournal {
   // operation, ready for its annotation.
   std::expected<bool, std::string> adopt_unannotated_start(const std::vector<Event>& first_events);
   ReconcileResult resume(Operation annotated);
+  // The journal's Folder of operation `id`, from the cache while it is current, else folded
+  // again. An inconsistent stream is reported (JournalInconsistent) and is the error.
+  std::expected<Folder*, ReconcileResult> journal_view(const std::string& id);
+  // No state on the StatefulSet, yet the journal's latest stream for it is an operation that got
+  // past Planning and did not end (the state annotation removed by hand; the StatefulSet deleted
+  // and applied again): forgetting it would leave the data in its backup claims and the set at
+  // 0 replicas, or running on empty claims. It is continued from the journal (Resumed with the
+  // current object's uid, the state written again, a Warning OperationRecovered); the steps set
+  // the fence again. nullopt: there is none.
+  std::optional<ReconcileResult> adopt_unfinished();
+  // No state and nothing to continue in the journal, but backup claims of an operation that did
+  // not complete (unfinished_backups): where that operation stood is lost with its journal, so
+  // no operation starts over them; a Warning and stsresize.dev/resize-status say why and what to
+  // do. nullopt: there are none.
+  std::optional<ReconcileResult> refuse_over_unfinished_backups();
   ReconcileResult drive();
+  // A stsresize.dev/resize request on the StatefulSet while op_ runs (not the one op_ applies,
+  // which UpdatingTemplate removes) starts a new operation only once op_ ends: say so, once, in
+  // stsresize.dev/resize-status and with a Normal Event ResizeRequestQueued, instead of silently.
+  std::expected<void, std::string> report_queued_request();
   // The step is Done with `event`. nullopt: go on — no approval needed (stsresize.dev/mode), or
   // a person's stsresize.dev/advance approves it, and `approval` then holds the OperatorAction
   // to journal with the transition. Otherwise the transition waits (ApprovalAwaited journaled
@@ -195,6 +228,9 @@ class Reconciler::Session final : public StepJournal {
   // begin() names the operation retried and who asked.
   bool clear_failed_label_ = false;
   std::optional<std::pair<std::string, std::string>> retry_of_;  // operation, by
+  // Set by take_retry: the replica count the retried operation started from, which the new one
+  // keeps (the StatefulSet may still be at 0 if the failed operation could not scale back).
+  std::optional<std::int32_t> retry_replicas_;
 };
 
 std::expected<void, std::string> Reconciler::Session::append(const std::vector<Event>& events) {
@@ -265,13 +301,20 @@ ReconcileResult Reconciler::Session::run() {
     return terminal(parsed.error());
   }
   if (!parsed->has_value()) {
+    if (auto adopted = adopt_unfinished()) return *adopted;
     if (is_marked_failed(sts_)) return idle();
+    if (auto refused = refuse_over_unfinished_backups()) return *refused;
     if (auto request = resize_request_of(sts_)) return start_requested(*request);
     return start();
   }
   // An ended operation does nothing more; a request of `stsresize advance` that reaches it
   // anyway is answered (journaled as refused, removed, a Warning) rather than left lying.
-  if (is_terminal((*parsed)->phase) && !advance_request_of(sts_)) return idle();
+  // Completion removes the state: a state that says Completed was written by someone else, and
+  // resume() compares it with the journal (which may know the operation is still running).
+  if (is_terminal((*parsed)->phase) && (*parsed)->phase != Phase::Completed &&
+      !advance_request_of(sts_)) {
+    return idle();
+  }
   return resume(std::move(**parsed));
 }
 
@@ -302,6 +345,7 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   auto replicas = k8s::spec_replicas(sts_);
   auto uid = k8s::uid(sts_);
   if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
+  if (retry_replicas_) replicas = *retry_replicas_;
   // A refusal of an earlier request is out of date once an operation starts.
   if (auto removed = k8s::remove_annotation(sts_, kResizeStatusAnnotation); !removed) {
     return std::unexpected(removed.error());
@@ -394,8 +438,9 @@ ReconcileResult Reconciler::Session::start_requested(const std::string& request)
 
 // Nothing but the status annotation changes, and only when the reason is new: the Warning is
 // given once per distinct refusal, not on every reconcile of an unchanged StatefulSet.
-ReconcileResult Reconciler::Session::reject_request(const std::string& reason) {
-  const std::string status = "rejected: " + reason;
+ReconcileResult Reconciler::Session::reject_request(const std::string& reason,
+                                                    std::string_view event_reason) {
+  const std::string status = bounded_status("rejected: " + reason);
   auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
   if (current && current->has_value() && **current == status) return terminal(reason);
   Json updated = sts_;
@@ -403,52 +448,160 @@ ReconcileResult Reconciler::Session::reject_request(const std::string& reason) {
     return terminal(set.error());
   }
   if (auto written = r_.kube_.update(Kind::StatefulSet, updated); !written) {
-    return retry("writing " + std::string{kResizeStatusAnnotation} + " on " + to_string(ref_) +
-                 ": " + written.error().message);
+    const std::string why = "writing " + std::string{kResizeStatusAnnotation} + " on " +
+                            to_string(ref_) + ": " + written.error().message;
+    // Refused for good (the annotations would pass the API server's size limit): the Event is
+    // then the only word, and retrying would change nothing.
+    if (written.error().code == KubeErrorCode::Invalid) {
+      note(EventSeverity::Warning, event_reason, reason + "; nothing was changed (" + why + ")");
+      return terminal(reason);
+    }
+    return retry(why);
   }
-  note(EventSeverity::Warning, "InvalidResizeRequest",
-       "annotation " + std::string{kResizeRequestAnnotation} + ": " + reason +
-           "; nothing was changed");
+  if (event_reason == "InvalidResizeRequest") {
+    note(EventSeverity::Warning, event_reason,
+         "annotation " + std::string{kResizeRequestAnnotation} + ": " + reason +
+             "; nothing was changed");
+  } else {
+    note(EventSeverity::Warning, event_reason, reason + "; nothing was changed");
+  }
   return terminal(reason);
 }
 
-ReconcileResult Reconciler::Session::resume(Operation annotated) {
-  auto last = r_.journal_.last_sequence(annotated.id);
-  if (!last) return retry("journal: " + last.error().message);
-  auto& slot = r_.folded_[annotated.id];
+std::expected<Folder*, ReconcileResult> Reconciler::Session::journal_view(const std::string& id) {
+  auto last = r_.journal_.last_sequence(id);
+  if (!last) return std::unexpected(retry("journal: " + last.error().message));
+  auto& slot = r_.folded_[id];
   const bool cached = slot && slot->state() && slot->state()->last_sequence == *last;
-  if (!cached) {
-    slot = std::make_unique<Folder>(PhaseMachine::rules());
-    if (*last > 0) {
-      auto records = r_.journal_.read(annotated.id);
-      if (!records) return retry("journal: " + records.error().message);
-      for (const JournalRecord& record : *records) {
-        if (auto applied = slot->apply(record); !applied) {
-          const std::string message =
-              "journal of operation " + annotated.id + " is inconsistent at sequence " +
-              std::to_string(applied.error().sequence) + ": " + applied.error().message;
-          r_.folded_.erase(annotated.id);
-          note(EventSeverity::Warning, "JournalInconsistent", message + "; no action taken");
-          return terminal(message);
-        }
-      }
+  if (cached) return slot.get();
+  slot = std::make_unique<Folder>(PhaseMachine::rules());
+  if (*last == 0) return slot.get();
+  auto records = r_.journal_.read(id);
+  if (!records) return std::unexpected(retry("journal: " + records.error().message));
+  for (const JournalRecord& record : *records) {
+    if (auto applied = slot->apply(record); !applied) {
+      const std::string message = "journal of operation " + id + " is inconsistent at sequence " +
+                                  std::to_string(applied.error().sequence) + ": " +
+                                  applied.error().message;
+      r_.folded_.erase(id);
+      note(EventSeverity::Warning, "JournalInconsistent", message + "; no action taken");
+      return std::unexpected(terminal(message));
     }
   }
-  folder_ = slot.get();
+  return slot.get();
+}
+
+ReconcileResult Reconciler::Session::resume(Operation annotated) {
+  auto view = journal_view(annotated.id);
+  if (!view) return view.error();
+  folder_ = *view;
   if (folder_->state() && same_state(*folder_->state(), annotated)) {
     op_ = *folder_->state();
     return drive();
   }
   // The journal is missing (new volume, lost file) or lags/leads the annotation by a step the
   // process did not live to write: continue from the annotation, and say so in the journal.
+  const std::optional<Operation> journaled = folder_->state();
   op_ = annotated;
-  op_.last_sequence = *last;
-  if (auto appended = append({events::Resumed{annotated}}); !appended) {
+  op_.last_sequence = journaled ? journaled->last_sequence : 0;
+  // The annotation is authoritative only as the engine writes it: no step leaves a phase before
+  // its claims show the progress the next one needs, and completion removes the state. One that
+  // says otherwise was edited, and continuing from it would skip the steps that protect data.
+  std::expected<void, std::string> appended = std::unexpected(unwritten_state(annotated));
+  if (appended.error().empty()) appended = append({events::Resumed{annotated}});
+  if (!appended) {
+    // The annotation is not a state this engine writes from where the journal stands (edited by
+    // hand: a phase moved on, Completed written over a running operation). The journal still
+    // knows where the operation is: continue from it and write its state back.
+    if (journaled && !is_terminal(journaled->phase)) {
+      op_ = *journaled;
+      if (auto written = write_annotation(); !written) return retry(written.error());
+      note(EventSeverity::Warning, "StateRestored",
+           "operation " + op_.id + ": the state annotation was changed by someone else (" +
+               appended.error() + "); continuing from the journal at " +
+               std::string{to_string(op_.phase)});
+      return drive();
+    }
     const std::string message = "operation " + annotated.id + ": " + appended.error();
     note(EventSeverity::Warning, "JournalMismatch", message + "; no action taken");
     return terminal(message);
   }
   return drive();
+}
+
+std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
+  auto operations = r_.journal_.operations();
+  if (!operations) return retry("journal: " + operations.error().message);
+  const OperationSummary* latest = nullptr;
+  for (const OperationSummary& summary : *operations) {
+    if (summary.ns == ref_.ns && summary.statefulset == ref_.name) latest = &summary;
+  }
+  if (latest == nullptr) return std::nullopt;
+  // Completed by another process (another journal): the cluster says it ended.
+  if (last_operation_id(sts_) == latest->operation_id) return std::nullopt;
+  auto view = journal_view(latest->operation_id);
+  if (!view) return view.error();
+  const std::optional<Operation>& journaled = (*view)->state();
+  if (!journaled || is_terminal(journaled->phase)) return std::nullopt;
+  // Before ScalingDown nothing was touched; a start whose annotation was never written is
+  // adopt_unannotated_start's (it compares the request too).
+  if (journaled->phase == Phase::Pending || journaled->phase == Phase::UpdatingTemplate ||
+      journaled->phase == Phase::Planning) {
+    return std::nullopt;
+  }
+  auto uid = k8s::uid(sts_);
+  if (!uid) return retry(uid.error());
+  folder_ = *view;
+  Operation snapshot = *journaled;
+  const bool recreated = snapshot.sts_uid != *uid;
+  snapshot.sts_uid = *uid;
+  std::string message = "operation " + snapshot.id + " had no state on this StatefulSet (" +
+                        (recreated ? std::string{"the StatefulSet was deleted and created again"}
+                                   : std::string{"the state annotation was removed"}) +
+                        "); continuing it from the journal at " +
+                        std::string{to_string(snapshot.phase)} + " with the " +
+                        std::to_string(snapshot.original_replicas) + " replicas it started from";
+  if (!snapshot.sources_intact()) {
+    message +=
+        "; its data is in its backup claims until restored, and stsresize holds the "
+        "StatefulSet at 0 replicas until every restore is verified";
+  }
+  op_ = *journaled;
+  // The StepFailed (not critical) keeps the reason as the operation's warning, which `status`
+  // shows until the phase changes.
+  if (auto appended =
+          append({events::Resumed{snapshot}, events::StepFailed{snapshot.phase, message, false}});
+      !appended) {
+    return retry(appended.error());
+  }
+  if (auto written = write_annotation(); !written) return retry(written.error());
+  note(EventSeverity::Warning, "OperationRecovered", message);
+  return drive();
+}
+
+std::optional<ReconcileResult> Reconciler::Session::refuse_over_unfinished_backups() {
+  ListOptions ours;
+  ours.label_selector = "stsresize.dev/statefulset=" + naming::label_value(ref_.name) +
+                        ",stsresize.dev/purpose=backup";
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
+  if (!claims) return retry("listing backup claims: " + claims.error().message);
+  const std::vector<std::string> backups = unfinished_backups(sts_, claims->items);
+  if (backups.empty()) return std::nullopt;
+  std::string names;
+  std::string arguments;
+  for (const std::string& name : backups) {
+    names += (names.empty() ? "" : ", ") + name;
+    arguments += " " + name;
+  }
+  return reject_request(
+      "backup claims " + names +
+          " hold data of this StatefulSet from an operation that did not complete, and neither "
+          "the StatefulSet's state annotation nor the journal says where that operation stood: "
+          "stsresize starts no operation until they are gone; if a source claim was replaced, "
+          "its data is in that backup claim: copy it back (or keep it), then delete the backup "
+          "claims (kubectl -n " +
+          ref_.ns + " delete pvc" + arguments + ")",
+      "UnfinishedOperation");
 }
 
 std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
@@ -660,6 +813,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   consumed_advance_ = text;
   clear_failed_label_ = true;
   retry_of_ = std::pair{op_.id, request.by};
+  retry_replicas_ = op_.original_replicas;
   if (auto requested = resize_request_of(sts_)) return start_requested(*requested);
   return start();
 }
@@ -734,7 +888,33 @@ std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::strin
   return std::nullopt;
 }
 
+std::expected<void, std::string> Reconciler::Session::report_queued_request() {
+  if (sts_.is_null() || is_terminal(op_.phase) || op_.phase == Phase::UpdatingTemplate) return {};
+  if (!resize_request_of(sts_)) return {};
+  const std::string status = "queued: operation " + op_.id + " is running (" +
+                             std::string{to_string(op_.phase)} +
+                             "); this request is validated and started when it ends";
+  auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
+  if (current && current->has_value() && **current == status) return {};
+  Json updated = sts_;
+  if (auto set = k8s::set_annotation(updated, kResizeStatusAnnotation, status); !set) {
+    return std::unexpected(set.error());
+  }
+  auto written = r_.kube_.update(Kind::StatefulSet, updated);
+  if (!written) {
+    return std::unexpected("writing " + std::string{kResizeStatusAnnotation} + " on " +
+                           to_string(ref_) + ": " + written.error().message);
+  }
+  sts_ = std::move(*written);
+  note(EventSeverity::Normal, "ResizeRequestQueued",
+       "annotation " + std::string{kResizeRequestAnnotation} + ": operation " + op_.id +
+           " is running (" + std::string{to_string(op_.phase)} +
+           "); this request is validated and started when it ends");
+  return {};
+}
+
 ReconcileResult Reconciler::Session::drive() {
+  if (auto reported = report_queued_request(); !reported) return retry(reported.error());
   StatefulSetWrites kube{r_.kube_};
   for (int i = 0; i < r_.settings_.max_steps_per_reconcile; ++i) {
     if (!sts_.is_null()) {

@@ -619,7 +619,11 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
     if (!operation) {
       return refuse(changed, operation.error() +
                                  "; the controller takes no action on it either (Warning "
-                                 "InvalidState): correct or remove that annotation first");
+                                 "InvalidState): put back the state the controller wrote (its "
+                                 "journal has it: stsresize describe --journal); removing the "
+                                 "annotation makes the controller continue from its journal, "
+                                 "or refuse to start anything while the operation's backup "
+                                 "claims exist");
     }
     if (!operation->has_value() && options.retry) {
       return refuse(changed, sts +

@@ -37,9 +37,14 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
   if (operation->has_value()) {
     // An ended operation needs nothing, except an answer to a `stsresize advance` request
     // (a retry of a Failed one, or anything else, refused).
-    const bool ended = is_terminal((*operation)->phase) && !advance_request_of(statefulset);
+    // (A state in Completed is never written by stsresize — completion removes it — so it was
+    // edited by hand: the reconciler compares it with the journal.)
+    const bool ended = (*operation)->phase == Phase::Failed && !advance_request_of(statefulset);
     return ended ? Attention::None : Attention::Operation;
   }
+  // No state, but backups of an operation that did not complete: the reconciler continues it
+  // from the journal, or refuses to start another on top of it.
+  if (!unfinished_backups(statefulset, claims_in_namespace).empty()) return Attention::Operation;
   if (is_marked_failed(statefulset)) return Attention::None;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
   if (request && request->has_value()) return Attention::Request;

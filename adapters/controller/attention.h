@@ -15,7 +15,8 @@ namespace stsresize {
 
 enum class Attention {
   None,       // nothing to do
-  Operation,  // an operation is under way (a state annotation that is not terminal)
+  Operation,  // an operation is under way (a state annotation that is not terminal, or no
+              // state but backup claims of an operation that did not complete)
   Request,    // an explicit resize request annotation
   Detected,   // the planner finds claims to resize, or refuses the templates as they are
   Invalid,    // the state annotation cannot be read: the reconciler reports it

@@ -1,0 +1,242 @@
+// What people and their tools do to a StatefulSet while a copy-path resize runs — scale it (a
+// GitOps tool's self-heal, a colleague's kubectl scale), remove or edit the state annotation,
+// delete it and apply it again, lose the journal — and what the engine owes them: no write is
+// lost, no claim is deleted while anything may write to it, no operation is forgotten while its
+// data is outside the claims, and the replicas end where they started.
+#include <gtest/gtest.h>
+
+#include "engine/advance_request.h"
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
+#include "engine/operation_codec.h"
+#include "engine/resize_request.h"
+#include "states/reconciler.h"
+#include "tests/support/approvals.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+class PeopleMidOperation : public ::testing::Test {
+ protected:
+  void SetUp() override { world.seed(/*expandable=*/false); }
+
+  ResizeWorld world;
+  MemoryJournal journal;
+  std::unique_ptr<Reconciler> engine =
+      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+
+  // Reconciles, letting the cluster move, until the engine rests (Idle or Terminal).
+  ReconcileResult run_to_rest(int rounds = 400) {
+    ReconcileResult result;
+    for (int round = 0; round < rounds; ++round) {
+      result = engine->reconcile(kNs, kSts);
+      if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) {
+        return result;
+      }
+      world.settle(2);
+    }
+    ADD_FAILURE() << "the engine did not rest after " << rounds << " rounds";
+    return result;
+  }
+
+  // manual mode: approves until the operation waits to leave `phase`.
+  void wait_in(Phase phase) {
+    set_mode(world, "manual");
+    for (int i = 0; i < 20; ++i) {
+      run_to_rest();
+      auto waiting = awaiting(world);
+      ASSERT_TRUE(waiting) << "nothing waits";
+      if (waiting->from == phase) return;
+      ASSERT_TRUE(approve_waiting(world, "alice", "approve-" + std::to_string(i)));
+    }
+    FAIL() << "never waited in " << to_string(phase);
+  }
+  void auto_mode() {
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["metadata"]["annotations"].erase(std::string{kModeAnnotation});
+    });
+  }
+  // Through the API, so that the StatefulSet's generation moves as it does in a cluster.
+  void scale_to(int replicas) {
+    Json live = world.live_sts();
+    live["spec"]["replicas"] = replicas;
+    ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
+  }
+  std::optional<Operation> live_operation() {
+    auto op = read_operation(world.live_sts());
+    if (!op || !op->has_value()) return std::nullopt;
+    return **op;
+  }
+  void remove_state() {
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["metadata"]["annotations"].erase(std::string{kStateAnnotation});
+      live["metadata"]["annotations"].erase(std::string{kPhaseAnnotation});
+    });
+  }
+  // Edits the phase inside the state annotation, as someone with `kubectl edit` would.
+  void edit_phase(Phase phase) {
+    world.kube.mutate_raw(world.sts(), [&](Json& live) {
+      Json& annotations = live["metadata"]["annotations"];
+      Json state = Json::parse(annotations[std::string{kStateAnnotation}].get<std::string>());
+      state["phase"] = to_string(phase);
+      state.erase("awaitingApproval");
+      annotations[std::string{kStateAnnotation}] = state.dump();
+    });
+  }
+  // Every claim at 2Gi with its files (and `extra` on top), the set at its replicas, Ready,
+  // nothing of the operation left.
+  void expect_completed_with_data(const std::map<std::string, VolumeFiles>& extra = {}) {
+    const Json sts = world.live_sts();
+    EXPECT_FALSE(k8s::annotation(sts, kStateAnnotation)->has_value());
+    EXPECT_TRUE(k8s::annotation(sts, kLastOperationAnnotation)->has_value());
+    EXPECT_EQ(sts["spec"]["replicas"], kReplicas);
+    EXPECT_EQ(world.ready_replicas(), kReplicas);
+    for (const std::string& name : world.claim_names()) {
+      const auto pvc = world.kube.get_raw(world.claim(name));
+      ASSERT_TRUE(pvc) << name;
+      EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("2Gi")) << name;
+      VolumeFiles expected = world.original_files.at(name);
+      if (auto more = extra.find(name); more != extra.end()) {
+        for (const auto& [path, bytes] : more->second) expected[path] = bytes;
+      }
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), std::optional{expected}) << name;
+      EXPECT_FALSE(world.kube.get_raw(world.claim(naming::backup_claim(name)))) << name;
+    }
+  }
+};
+
+TEST_F(PeopleMidOperation, AScaleUpWhileABackupAwaitsApprovalScalesBackAndKeepsEveryWrite) {
+  wait_in(Phase::BackingUp);  // every backup verified, Recreating waits for approval
+  std::map<std::string, std::string> uids;
+  for (const std::string& name : world.claim_names()) {
+    uids[name] = *k8s::uid(*world.kube.get_raw(world.claim(name)));
+  }
+  scale_to(kReplicas);  // Argo CD's self-heal puts spec.replicas back
+  world.settle(5);
+  const std::string late = naming::claim_name("data", kSts, 1);
+  world.cluster.write_file(world.claim(late), "app/after-backup.log", "written after the backup");
+  ASSERT_TRUE(approve_waiting(world, "alice", "approve-late"));  // approved anyway
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  const auto op = live_operation();
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->phase, Phase::Failed);
+  EXPECT_EQ(op->failed_in, Phase::ScalingBack);
+  EXPECT_NE(op->failure.find("the fence was broken during BackingUp"), std::string::npos)
+      << op->failure;
+  // Nothing of the source claims was touched: same objects, every write there.
+  for (const std::string& name : world.claim_names()) {
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_EQ(*k8s::uid(*pvc), uids.at(name)) << name;
+    EXPECT_FALSE(world.kube.get_raw(world.claim(naming::backup_claim(name)))) << name;
+  }
+  const auto files = world.cluster.volume_files(world.claim(late));
+  ASSERT_TRUE(files);
+  EXPECT_EQ(files->at("app/after-backup.log"), "written after the backup");
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas);
+}
+
+TEST_F(PeopleMidOperation, AScaleUpAndDownWhileTheControllerWasAwayIsCopiedAgain) {
+  wait_in(Phase::BackingUp);
+  // The controller is down; someone scales up, the application writes, and scales down again.
+  engine.reset();
+  scale_to(kReplicas);
+  world.settle(5);
+  const std::string late = naming::claim_name("logs", kSts, 2);
+  world.cluster.write_file(world.claim(late), "app/while-away.log", "written while away");
+  scale_to(0);
+  world.settle(5);
+  engine = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+  auto_mode();
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data({{late, {{"app/while-away.log", "written while away"}}}});
+}
+
+TEST_F(PeopleMidOperation, TheStateRemovedAfterASourceDeleteIsContinuedFromTheJournal) {
+  wait_in(Phase::Recreating);  // every source deleted and recreated empty
+  auto_mode();
+  remove_state();
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  const auto recovered = world.events.with_reason("OperationRecovered");
+  ASSERT_EQ(recovered.size(), 1u);
+  EXPECT_NE(recovered[0].message.find("the state annotation was removed"), std::string::npos)
+      << recovered[0].message;
+  EXPECT_NE(recovered[0].message.find("with the 3 replicas it started from"), std::string::npos)
+      << recovered[0].message;
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  EXPECT_EQ(operations->size(), 1u);  // the same operation, not a second one
+}
+
+TEST_F(PeopleMidOperation, AStatefulSetDeletedAndAppliedAgainIsFencedUntilRestored) {
+  wait_in(Phase::Recreating);
+  // kubectl delete sts web; kubectl apply -f web.yaml (the manifest: 3 replicas, 2Gi, no state)
+  Json manifest = world.live_sts();
+  ASSERT_TRUE(world.kube.system().remove(world.sts()));
+  world.settle(5);
+  for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation"}) {
+    manifest["metadata"].erase(field);
+  }
+  manifest["metadata"].erase("annotations");
+  manifest.erase("status");
+  manifest["spec"]["replicas"] = kReplicas;
+  ASSERT_TRUE(world.kube.system().create(Kind::StatefulSet, manifest));
+  world.settle(3);  // its pods start on the recreated, still empty claims
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  const auto recovered = world.events.with_reason("OperationRecovered");
+  ASSERT_EQ(recovered.size(), 1u);
+  EXPECT_NE(recovered[0].message.find("deleted and created again"), std::string::npos)
+      << recovered[0].message;
+  EXPECT_TRUE(world.events.contains("FenceRestored"));
+}
+
+TEST_F(PeopleMidOperation, WithTheJournalLostTooNoOperationStartsOverItsBackups) {
+  wait_in(Phase::Recreating);
+  auto_mode();
+  remove_state();
+  MemoryJournal empty;
+  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  const int before = world.kube.mutations();
+  const ReconcileResult result = engine->reconcile(kNs, kSts);
+  ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
+  EXPECT_NE(result.message.find("did not complete"), std::string::npos) << result.message;
+  EXPECT_EQ(world.kube.mutations(), before + 1);  // the resize-status annotation, nothing else
+  EXPECT_NE(k8s::annotation(world.live_sts(), kResizeStatusAnnotation)
+                ->value_or("")
+                .find("rejected: backup claims"),
+            std::string::npos);
+  EXPECT_TRUE(world.events.contains("UnfinishedOperation"));
+  auto streams = empty.operations();
+  ASSERT_TRUE(streams);
+  EXPECT_TRUE(streams->empty());
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], 0);
+}
+
+TEST_F(PeopleMidOperation, AStateEditedToCompletedIsRestoredFromTheJournal) {
+  wait_in(Phase::BackingUp);
+  auto_mode();
+  edit_phase(Phase::Completed);
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  EXPECT_TRUE(world.events.contains("StateRestored"));
+}
+
+TEST_F(PeopleMidOperation, AStateEditedToRestoringWithTheSourcesIntactIsRestoredFromTheJournal) {
+  wait_in(Phase::BackingUp);
+  auto_mode();
+  edit_phase(Phase::Restoring);
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  const auto restored = world.events.with_reason("StateRestored");
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_NE(restored[0].message.find("continuing from the journal at BackingUp"), std::string::npos)
+      << restored[0].message;
+}
+
+}  // namespace
+}  // namespace stsresize
