@@ -37,7 +37,8 @@ ModeSetting approval_mode_of(const Json& statefulset) {
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event) {
   (void)from;
   if (event == PhaseEvent::CriticalError || event == PhaseEvent::ScaleBackDone ||
-      event == PhaseEvent::Abort || event == PhaseEvent::Skip || event == PhaseEvent::BackupStale) {
+      event == PhaseEvent::Abort || event == PhaseEvent::Skip || event == PhaseEvent::BackupStale ||
+      event == PhaseEvent::RecreateAgain) {
     return false;
   }
   switch (mode) {

@@ -116,6 +116,12 @@ std::expected<Event, std::string> decode_payload(std::string_view type, StrictOb
     e.claim = in.string("claim");
     e.uid = in.string("uid");
     event = e;
+  } else if (type == "ClaimDiscarded") {
+    ClaimDiscarded e;
+    e.claim = in.string("claim");
+    e.uid = in.string("uid");
+    e.reason = in.string("reason");
+    event = e;
   } else if (type == "RestoreVerified") {
     event = RestoreVerified{in.string("claim"), read_summary(in, "summary")};
   } else if (type == "ClaimExpanded") {
@@ -202,6 +208,7 @@ std::string_view event_type(const Event& event) {
                         [](const BackupVerified&) { return "BackupVerified"; },
                         [](const SourceDeleted&) { return "SourceDeleted"; },
                         [](const ClaimRecreated&) { return "ClaimRecreated"; },
+                        [](const ClaimDiscarded&) { return "ClaimDiscarded"; },
                         [](const RestoreVerified&) { return "RestoreVerified"; },
                         [](const ClaimExpanded&) { return "ClaimExpanded"; },
                         [](const StepFailed&) { return "StepFailed"; },
@@ -253,6 +260,9 @@ Json encode_event_data(const Event& event) {
           },
           [](const SourceDeleted& e) {
             return Json{{"claim", e.claim}};
+          },
+          [](const ClaimDiscarded& e) {
+            return Json{{"claim", e.claim}, {"uid", e.uid}, {"reason", e.reason}};
           },
           [](const ClaimRecreated& e) {
             return Json{{"claim", e.claim}, {"uid", e.uid}};
@@ -355,6 +365,7 @@ std::string describe(const Event& event) {
           },
           [](const SourceDeleted& e) { return e.claim; },
           [](const ClaimRecreated& e) { return e.claim + " uid " + e.uid; },
+          [](const ClaimDiscarded& e) { return e.claim + " uid " + e.uid + ": " + e.reason; },
           [&](const RestoreVerified& e) { return e.claim + ": " + summary(e.summary); },
           [](const ClaimExpanded& e) { return e.claim; },
           [](const StepFailed& e) {
@@ -570,6 +581,20 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
               return std::unexpected(e.claim + " recreated before its source was deleted");
             }
             (*claim)->recreated_uid = e.uid;
+            return {};
+          },
+          [&](const ClaimDiscarded& e) -> Result {
+            if (auto ok = in_phase(Phase::Restoring); !ok) return ok;
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            if ((*claim)->recreated_uid.empty() || (*claim)->recreated_uid != e.uid) {
+              return std::unexpected(e.claim + " discarded with uid " + e.uid +
+                                     ", which is not the recreated claim's");
+            }
+            if ((*claim)->restore_verified) {
+              return std::unexpected(e.claim + " discarded after its restore was verified");
+            }
+            (*claim)->recreated_uid.clear();
             return {};
           },
           [&](const RestoreVerified& e) -> Result {

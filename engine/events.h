@@ -80,6 +80,14 @@ struct ClaimRecreated {
   std::string uid;
   friend bool operator==(const ClaimRecreated&, const ClaimRecreated&) = default;
 };
+// A recreated claim given up before its restore was verified (Restoring): its restore could not
+// run, or it was deleted. It is recreated again (RecreateAgain); it held nothing verified.
+struct ClaimDiscarded {
+  std::string claim;
+  std::string uid;
+  std::string reason;
+  friend bool operator==(const ClaimDiscarded&, const ClaimDiscarded&) = default;
+};
 struct RestoreVerified {
   std::string claim;
   TreeSummary summary;
@@ -142,7 +150,7 @@ using Event =
                  events::ActionIntended, events::BackupVerified, events::SourceDeleted,
                  events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
                  events::StepFailed, events::Resumed, events::OperationFinished,
-                 events::ApprovalAwaited, events::OperatorAction>;
+                 events::ApprovalAwaited, events::OperatorAction, events::ClaimDiscarded>;
 
 // "PhaseChanged", ... — the JournalRecord type.
 std::string_view event_type(const Event& event);

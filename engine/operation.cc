@@ -85,6 +85,8 @@ std::string_view to_string(PhaseEvent event) {
       return "Resume";
     case PhaseEvent::BackupStale:
       return "BackupStale";
+    case PhaseEvent::RecreateAgain:
+      return "RecreateAgain";
   }
   return "Unknown";
 }
@@ -127,14 +129,14 @@ std::string progress_mismatch(const Operation& op) {
   // operations may stop anywhere, so only the phases of the forward path are checked).
   for (const ClaimPlan& c : op.claims) {
     const bool backed_up = c.backup_verified.has_value() || c.source_deleted;
-    const bool recreated = !c.recreated_uid.empty();
     const bool restored = c.restore_verified.has_value();
     switch (op.phase) {
       case Phase::Recreating:
         if (!backed_up) return phase + " while the backup of " + c.claim + " is not verified";
         break;
       case Phase::Restoring:
-        if (!recreated) return phase + " while " + c.claim + " was not recreated";
+        // (not necessarily recreated: a recreated claim given up waits for RecreateAgain)
+        if (!c.source_deleted) return phase + " while the source " + c.claim + " is intact";
         break;
       case Phase::ScalingUp:
       case Phase::CleaningUp:

@@ -62,6 +62,10 @@ enum class PhaseEvent {
   // StatefulSet's spec changed since that backup was verified (someone scaled it up and down,
   // or it was re-fenced after a scale-up). Back to BackingUp, which copies those claims again.
   BackupStale,
+  // Restoring gave up a recreated claim whose restore could not run (bound where the backup
+  // cannot be mounted, after a pod of the application used it first) or that someone deleted:
+  // back to Recreating, which creates it again. Nothing on it was verified, so nothing is lost.
+  RecreateAgain,
 };
 inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
@@ -69,7 +73,7 @@ inline constexpr PhaseEvent kAllPhaseEvents[] = {
     PhaseEvent::StepDone,      PhaseEvent::CriticalError,
     PhaseEvent::ScaleBackDone, PhaseEvent::Abort,
     PhaseEvent::Skip,          PhaseEvent::Resume,
-    PhaseEvent::BackupStale,
+    PhaseEvent::BackupStale,   PhaseEvent::RecreateAgain,
 };
 std::string_view to_string(PhaseEvent event);
 std::optional<PhaseEvent> parse_phase_event(std::string_view text);

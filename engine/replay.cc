@@ -318,6 +318,7 @@ std::string timeline_details(const Event& event) {
           [](const BackupVerified& e) { return e.claim + ": " + tree(e.summary); },
           [](const SourceDeleted& e) { return e.claim; },
           [](const ClaimRecreated& e) { return e.claim + ", uid " + e.uid; },
+          [](const ClaimDiscarded& e) { return e.claim + ", uid " + e.uid + ": " + e.reason; },
           [](const RestoreVerified& e) { return e.claim + ": " + tree(e.summary); },
           [](const ClaimExpanded& e) { return e.claim; },
           [](const StepFailed& e) {

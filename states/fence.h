@@ -27,7 +27,7 @@
 
 namespace stsresize::steps {
 
-// Annotation on every copy Job: the StatefulSet's metadata.generation when it was created.
+// Annotation on every copy Job: "<StatefulSet uid>/<metadata.generation>" when it was created.
 inline constexpr std::string_view kFenceGenerationAnnotation = "stsresize.dev/fence-generation";
 
 struct FenceBreach {

@@ -37,6 +37,7 @@ struct Resume {
   std::optional<Phase> failed_in;
 };
 struct BackupStale {};
+struct RecreateAgain {};
 
 // States: one per Phase.
 template <Phase P>
@@ -100,6 +101,8 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< Recreating,       StepDone,            Restoring,        none,  none         >,
     // A source still intact whose backup may miss writes (the fence was broken): copy again
     Row< Recreating,       BackupStale,         BackingUp,        none,  none         >,
+    // A recreated claim given up before its restore was verified: create it again
+    Row< Restoring,        RecreateAgain,       Recreating,       none,  none         >,
     Row< Restoring,        StepDone,            ScalingUp,        none,  none         >,
     Row< ScalingUp,        StepDone,            CleaningUp,       none,  none         >,
     Row< CleaningUp,       StepDone,            Completed,        none,  none         >,
@@ -246,6 +249,9 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
       break;
     case PhaseEvent::BackupStale:
       m.process_event(BackupStale{});
+      break;
+    case PhaseEvent::RecreateAgain:
+      m.process_event(RecreateAgain{});
       break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without

@@ -555,6 +555,13 @@ std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
   Operation snapshot = *journaled;
   const bool recreated = snapshot.sts_uid != *uid;
   snapshot.sts_uid = *uid;
+  if (recreated) {
+    // A generation counts only on the object it was read from: every backup of a source still
+    // intact is taken again before that source may be deleted.
+    for (ClaimPlan& claim : snapshot.claims) {
+      if (!claim.source_deleted) claim.backup_generation = 0;
+    }
+  }
   std::string message = "operation " + snapshot.id + " had no state on this StatefulSet (" +
                         (recreated ? std::string{"the StatefulSet was deleted and created again"}
                                    : std::string{"the state annotation was removed"}) +

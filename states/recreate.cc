@@ -127,6 +127,9 @@ StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
     }
     return StepOutcome::waiting(Duration{0});
   }
+  if (being_deleted(**existing)) {
+    return StepOutcome::waiting(ctx.settings.poll_interval, claim.claim + " finalizing");
+  }
   auto recreated_by = k8s::annotation(**existing, kRecreatedByAnnotation);
   if (!recreated_by) return malformed(recreated_by.error());
   if (*recreated_by != ctx.op.id) {

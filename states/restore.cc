@@ -47,11 +47,52 @@ StepOutcome restore_step(StepContext& ctx) {
   for (const ClaimPlan& claim : ctx.op.claims) {
     if (claim.restore_verified) continue;
     all_verified = false;
+    // Given up (below): Recreating creates it again.
+    if (claim.recreated_uid.empty()) return StepOutcome::done(PhaseEvent::RecreateAgain);
     auto target = get_optional(ctx, claim_ref(ctx.op, claim.claim));
     if (!target) return target.error();
     auto uid = target->has_value() ? k8s::uid(**target) : k8s::Result<std::string>{""};
-    if (!target->has_value() || !uid || *uid != claim.recreated_uid) {
-      return StepOutcome::critical("recreated claim " + claim.claim + " is gone or was replaced");
+    if (target->has_value() && uid && *uid != claim.recreated_uid) {
+      return StepOutcome::critical("recreated claim " + claim.claim +
+                                   " was replaced by someone else");
+    }
+    // Gone or going (deleted below, or by someone else): it held nothing verified, so it is given
+    // up and created again — once its restore Job, whose pod would keep it, is gone.
+    if (!target->has_value() || being_deleted(**target)) {
+      bool acted = false;
+      auto job = delete_ours(ctx, job_ref(ctx.op, naming::restore_job(claim.claim)), acted);
+      if (!job) return job.error();
+      if (acted) return StepOutcome::waiting(Duration{0});
+      if (auto recorded = ctx.journal.record(events::ClaimDiscarded{
+              claim.claim, claim.recreated_uid,
+              target->has_value() ? "being deleted before its restore was verified"
+                                  : "deleted before its restore was verified"});
+          !recorded) {
+        return StepOutcome::transient(recorded.error());
+      }
+      return StepOutcome::waiting(Duration{0});
+    }
+    // A claim a pod of the application used first (the fence was broken) is bound where that pod
+    // ran; with node- or zone-bound volumes its restore, which also mounts the backup, can then
+    // never be placed. Nothing on it is verified: delete it and create it again. The claim goes
+    // first, so that the next call finds it being deleted (above) and then removes the Job whose
+    // pod holds it; removing the Job first would hide why the claim must go.
+    auto unplaceable = copy_pod_unplaceable(ctx, naming::restore_job(claim.claim));
+    if (!unplaceable) return unplaceable.error();
+    if (unplaceable->has_value()) {
+      const ObjectRef ref = claim_ref(ctx.op, claim.claim);
+      if (auto intended = ctx.journal.intend("delete", ref,
+                                             "its restore cannot be scheduled: " + **unplaceable);
+          !intended) {
+        return StepOutcome::transient(intended.error());
+      }
+      DeleteOptions options;
+      options.uid = claim.recreated_uid;
+      auto removed = ctx.kube.remove(ref, options);
+      if (!removed && removed.error().code != KubeErrorCode::NotFound) {
+        return from_error(removed.error(), "deleting " + to_string(ref));
+      }
+      return StepOutcome::waiting(Duration{0});
     }
     auto phase = k8s::pvc_phase(**target);
     if (!phase) return malformed(phase.error());

@@ -1,5 +1,7 @@
 #include "states/step_support.h"
 
+#include <algorithm>
+
 #include "engine/naming.h"
 #include "states/fence.h"
 
@@ -141,6 +143,14 @@ std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std:
 
 }  // namespace
 
+namespace {
+// A generation counts only on the object it was read from: a StatefulSet deleted and applied
+// again starts counting anew.
+std::string fence_token(const StepContext& ctx, std::int64_t generation) {
+  return k8s::uid(ctx.statefulset).value_or("") + "/" + std::to_string(generation);
+}
+}  // namespace
+
 std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::string& job_name,
                                                   const std::string& source_claim,
                                                   const std::string& destination_claim,
@@ -160,7 +170,8 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
     Json job = build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
                                              ctx.op.id, ctx.op.statefulset, purpose},
                               ctx.settings.copy_job);
-    if (auto set = k8s::set_annotation(job, kFenceGenerationAnnotation, std::to_string(generation));
+    if (auto set =
+            k8s::set_annotation(job, kFenceGenerationAnnotation, fence_token(ctx, generation));
         !set) {
       return std::unexpected(malformed(set.error()));
     }
@@ -178,7 +189,7 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   }
   auto fenced_at = k8s::annotation(job, kFenceGenerationAnnotation);
   if (!fenced_at) return std::unexpected(malformed(fenced_at.error()));
-  if (*fenced_at != std::to_string(generation)) {
+  if (*fenced_at != fence_token(ctx, generation)) {
     // Its copy may miss what was written since: never read its result, take the copy again.
     bool acted = false;
     auto exists = delete_ours(ctx, ref, acted);
@@ -215,6 +226,29 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   }
   progress.summary = *summary;
   return progress;
+}
+
+std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(
+    StepContext& ctx, const std::string& job) {
+  const std::string selector = "stsresize.dev/operation=" + naming::label_value(ctx.op.id);
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
+  for (const Json& pod : pods->items) {
+    auto owners = k8s::owner_references(pod);
+    if (!owners || std::none_of(owners->begin(), owners->end(), [&](const auto& owner) {
+          return owner.kind == "Job" && owner.name == job;
+        })) {
+      continue;
+    }
+    auto scheduled = k8s::condition(pod, "PodScheduled");
+    if (!scheduled || !scheduled->has_value()) continue;
+    const k8s::Condition& c = **scheduled;
+    if (c.status == "False" && c.reason == "Unschedulable" &&
+        c.message.find("node affinity") != std::string::npos) {
+      return std::optional<std::string>{c.message};
+    }
+  }
+  return std::optional<std::string>{};
 }
 
 std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted) {

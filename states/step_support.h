@@ -68,6 +68,12 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
                                                   const std::string& purpose, bool may_start,
                                                   std::int64_t generation);
 
+// The scheduler's message when a pod of copy Job `job` cannot be placed because of its volumes'
+// node affinity (the two claims it mounts are bound to volumes no one node reaches); nullopt
+// otherwise. Such a copy can never run where it is.
+std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(StepContext& ctx,
+                                                                            const std::string& job);
+
 // Deletes an object this operation created (intend + delete). Returns true while it exists.
 std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted);
 

@@ -54,6 +54,8 @@ std::map<Key, Phase> expected_table() {
   both(Phase::CleaningUp, PhaseEvent::Skip, Phase::Completed);
   // A backup that may miss writes (the fence was broken): copied again before more deletes.
   both(Phase::Recreating, PhaseEvent::BackupStale, Phase::BackingUp);
+  // A recreated claim given up before its restore was verified: created again.
+  both(Phase::Restoring, PhaseEvent::RecreateAgain, Phase::Recreating);
   return table;
 }
 
@@ -76,7 +78,7 @@ TEST(PhaseMachine, EveryRowOfTheTableLeadsWhereTheSpecificationSays) {
     EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, to));
     ++allowed;
   }
-  EXPECT_EQ(allowed, 54);
+  EXPECT_EQ(allowed, 56);
 }
 
 TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
@@ -98,7 +100,7 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
       }
     }
   }
-  EXPECT_EQ(refused, 13 * 11 * 2 - 54);
+  EXPECT_EQ(refused, 13 * 12 * 2 - 56);
 }
 
 // Failed is terminal: the only way out is a person's Resume, back to the very phase the

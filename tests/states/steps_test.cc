@@ -502,6 +502,110 @@ TEST_F(Steps, RestoreRefusesWhenTheBackupClaimIsGone) {
       << outcome.message;
 }
 
+// Restoring with every source replaced by an empty claim of the operation.
+class RestoringSteps : public Steps {
+ protected:
+  void SetUp() override {
+    Steps::SetUp();
+    verify_all_backups();
+    at(Phase::Restoring);
+    for (ClaimPlan& claim : op.claims) {
+      ASSERT_TRUE(world.kube.system().remove(world.claim(claim.claim)));
+      claim.source_deleted = true;
+    }
+    world.settle(3);
+    for (ClaimPlan& claim : op.claims) {
+      Json backup = Json{{"metadata",
+                          {{"name", naming::backup_claim(claim.claim)},
+                           {"namespace", kNs},
+                           {"labels", {{"stsresize.dev/operation", naming::label_value(op.id)}}},
+                           {"annotations", {{"stsresize.dev/operation", op.id}}}}},
+                         {"spec",
+                          {{"storageClassName", "standard"},
+                           {"accessModes", {"ReadWriteOnce"}},
+                           {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+      ASSERT_TRUE(world.kube.system().create(Kind::PersistentVolumeClaim, backup));
+      auto created = world.kube.system().create(
+          Kind::PersistentVolumeClaim,
+          Json{{"metadata",
+                {{"name", claim.claim},
+                 {"namespace", kNs},
+                 {"annotations", {{"stsresize.dev/recreated-by", op.id}}}}},
+               {"spec",
+                {{"storageClassName", "standard"},
+                 {"accessModes", {"ReadWriteOnce"}},
+                 {"resources", {{"requests", {{"storage", "2Gi"}}}}}}}});
+      ASSERT_TRUE(created);
+      claim.recreated_uid = *k8s::uid(*created);
+    }
+    world.settle(3);
+    journal = std::make_unique<TestJournal>(op);
+  }
+};
+
+TEST_F(RestoringSteps, ARecreatedClaimDeletedBeforeItsRestoreIsGivenUpAndCreatedAgain) {
+  const ClaimPlan first = op.claims[0];
+  ASSERT_TRUE(world.kube.system().remove(world.claim(first.claim)));
+  world.settle(2);
+  StepOutcome outcome = run(&restore_step);
+  for (int i = 0; i < 10 && outcome.is(StepOutcome::Kind::Waiting); ++i)
+    outcome = run(&restore_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
+  EXPECT_EQ(outcome.event, PhaseEvent::RecreateAgain);
+  EXPECT_TRUE(op.claims[0].recreated_uid.empty());
+  ASSERT_FALSE(journal->recorded.empty());
+  EXPECT_TRUE(std::holds_alternative<events::ClaimDiscarded>(journal->recorded.back()));
+  EXPECT_EQ(PhaseMachine{Phase::Restoring}.fire(PhaseEvent::RecreateAgain), Phase::Recreating);
+}
+
+TEST_F(RestoringSteps, ARestoreThatCannotBePlacedGivesItsClaimUpAfterDeletingItsJob) {
+  const ClaimPlan first = op.claims[0];
+  ASSERT_TRUE(run(&restore_step).is(StepOutcome::Kind::Waiting));  // the first restore Job
+  const ObjectRef job{Kind::Job, kNs, naming::restore_job(first.claim)};
+  const auto created_job = world.kube.get_raw(job);
+  ASSERT_TRUE(created_job);
+  // The scheduler's word for a pod whose two volumes no one node reaches.
+  world.kube.put_raw(
+      Kind::Pod,
+      Json{{"metadata",
+            {{"name", naming::restore_job(first.claim) + "-x"},
+             {"namespace", kNs},
+             {"labels", {{"stsresize.dev/operation", naming::label_value(op.id)}}},
+             {"ownerReferences", Json::array({{{"apiVersion", "batch/v1"},
+                                               {"kind", "Job"},
+                                               {"name", naming::restore_job(first.claim)},
+                                               {"uid", (*created_job)["metadata"]["uid"]}}})}}},
+           {"spec", {{"containers", Json::array({{{"name", "copy"}, {"image", "rsync"}}})}}},
+           {"status",
+            {{"phase", "Pending"},
+             {"conditions", Json::array({{{"type", "PodScheduled"},
+                                          {"status", "False"},
+                                          {"reason", "Unschedulable"},
+                                          {"message",
+                                           "0/3 nodes are available: 3 node(s) didn't match "
+                                           "PersistentVolume's node affinity."}}})}}}});
+  EXPECT_TRUE(run(&restore_step).is(StepOutcome::Kind::Waiting));  // the claim is deleted
+  EXPECT_TRUE(run(&restore_step).is(StepOutcome::Kind::Waiting));  // then the Job that holds it
+  EXPECT_FALSE(world.kube.get_raw(job) &&
+               !(*world.kube.get_raw(job))["metadata"].contains("deletionTimestamp"));
+  world.kube.system().remove(ObjectRef{Kind::Pod, kNs, naming::restore_job(first.claim) + "-x"});
+  world.settle(2);
+  StepOutcome outcome = run(&restore_step);
+  for (int i = 0; i < 20 && outcome.is(StepOutcome::Kind::Waiting); ++i) {
+    world.settle(1);
+    outcome = run(&restore_step);
+  }
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
+  EXPECT_EQ(outcome.event, PhaseEvent::RecreateAgain);
+  EXPECT_TRUE(op.claims[0].recreated_uid.empty());
+  bool deleted = false;
+  for (const std::string& intent : journal->intents) {
+    deleted = deleted || (intent.starts_with("delete PersistentVolumeClaim") &&
+                          intent.find("its restore cannot be scheduled") != std::string::npos);
+  }
+  EXPECT_TRUE(deleted);
+}
+
 TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {
   op.path = Path::Undecided;
   op.claims.clear();

@@ -527,8 +527,10 @@ TEST(Fold, ResumedMayLeadAFailedJournalThroughAResumeToThePhaseThatFailed) {
   auto refused = resumed_at(failed_in(Phase::Expanding), Phase::Restoring);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("Resumed at phase Restoring"), std::string::npos);
-  // Nor from a restore that failed back to a phase before it.
-  EXPECT_FALSE(resumed_at(failed_in(Phase::Restoring), Phase::BackingUp));
+  // Nor from a restore that failed back to a phase before it. (Not BackingUp any more: the table
+  // now leads Restoring -> Recreating on RecreateAgain and Recreating -> BackingUp on BackupStale.)
+  EXPECT_FALSE(resumed_at(failed_in(Phase::Restoring), Phase::ScalingDown));
+  EXPECT_FALSE(resumed_at(failed_in(Phase::Restoring), Phase::UpdatingTemplate));
 }
 
 TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {

@@ -182,12 +182,20 @@ case $case_name in
     e2e_claim_uids web 3 >"$work/uids-before"
     step "someone scales web back to 3 while BackingUp -> Recreating waits, then approves"
     k scale statefulset web --replicas=3 >/dev/null
+    # The approval races the controller, which may already have given up: either is fine, as
+    # long as the sources are never touched.
+    set +e
+    out=$(advance --approve 2>&1)
+    code=$?
+    set -e
+    [[ $code == 0 || ($code == 5 && ($out == *"in phase ScalingBack"* || $out == *"ended in phase Failed"*)) ]] ||
+      fail "advance --approve exited $code: $out"
+    ok "approve: exit $code"
+    e2e_wait_failed web 180
     k rollout status statefulset/web --timeout=120s >/dev/null || fail "the writers did not start again"
     sleep 2
     for i in 0 1 2; do echo "data-web-$i $(last_line "data-web-$i")"; done >"$work/after-scale-up"
     ok "writers writing again: $(head -n 1 "$work/after-scale-up")"
-    out=$(advance --approve) || fail "advance --approve exited $?: $out"
-    e2e_wait_failed web 180
     ok "Failed; phases seen: ${phases[*]}"
     failure=$(jq -r .failure <<<"$(annotation state)")
     [[ $failure == *"the fence was broken during BackingUp"*"spec.replicas of the StatefulSet is 3"* ]] ||
@@ -205,7 +213,6 @@ case $case_name in
     approve_until "BackingUp -> Recreating"
     # The writers stopped when the retried resize scaled down: their last lines, on the sources.
     for i in 0 1 2; do echo "data-web-$i $(last_line "data-web-$i")"; done >"$work/before-stop"
-    k annotate statefulset web stsresize.dev/mode- >/dev/null
     out=$(advance --approve) || fail "advance --approve exited $?: $out"
     assert_completed
     expect_lines "$work/after-scale-up"
