@@ -35,19 +35,25 @@ std::optional<std::string> resize_request_of(const Json& statefulset) {
 
 std::expected<std::vector<TemplateChange>, std::string> parse_resize_request(
     std::string_view text) {
-  const std::string where = "annotation " + std::string{kResizeRequestAnnotation};
+  // The annotation is not named here: every caller says what it read ("annotation
+  // stsresize.dev/resize: ...", "its stsresize.dev/resize request is invalid: ..."), as for the
+  // other refusals of validate_resize_request.
   const Json document = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) {
-    return std::unexpected(where + " is not valid JSON (expected e.g. " +
+    return std::unexpected(std::string{"not valid JSON (expected e.g. "} +
                            R"({"data":{"storage":"20Gi"}}))");
   }
   if (!document.is_object()) {
-    return std::unexpected(where + " must be a JSON object of volumeClaimTemplate names");
+    return std::unexpected(std::string{"must be a JSON object of volumeClaimTemplate names"});
   }
-  if (document.empty()) return std::unexpected(where + " asks for nothing");
+  if (document.empty()) {
+    return std::unexpected(std::string{
+        "an empty object asks for nothing: name a volumeClaimTemplate and its new storage or "
+        "storageClassName"});
+  }
   std::vector<TemplateChange> changes;
   for (const auto& [name, fields] : document.items()) {
-    const std::string at = where + ", template " + in_quotes(name);
+    const std::string at = "template " + in_quotes(name);
     if (!fields.is_object() || fields.empty()) {
       return std::unexpected(at + ": expected an object with \"storage\" and/or " +
                              "\"storageClassName\"");

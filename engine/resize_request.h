@@ -33,8 +33,8 @@ std::optional<std::string> resize_request_of(const Json& statefulset);
 
 // Strict: a non-empty JSON object of template name -> a non-empty object with only "storage"
 // (a quantity string) and/or "storageClassName" (a non-empty string). Anything else — not JSON,
-// an unknown key, a wrong type, a bad quantity, nothing asked — is an error saying what.
-// Changes come out sorted by template name.
+// an unknown key, a wrong type, a bad quantity, nothing asked — is an error saying what (not
+// naming the annotation: callers say what they read). Changes come out sorted by template name.
 std::expected<std::vector<TemplateChange>, std::string> parse_resize_request(std::string_view text);
 
 // `statefulset` with the changes applied to spec.volumeClaimTemplates; an error naming the

@@ -317,8 +317,8 @@ std::expected<std::string, std::string> pending_request(const Attempt& at,
   if (!text) return std::string{};
   auto pending = decode_advance_request(*text);
   if (!pending) {
-    return " (replaces the pending " + std::string{kAdvanceAnnotation} +
-           ", which is unreadable: " + pending.error() + ")";
+    // The decoder's message names the annotation already.
+    return " (replaces the pending request, which is unreadable: " + pending.error() + ")";
   }
   const bool ours = pending->operation == at.op.id;
   auto what = [&] {

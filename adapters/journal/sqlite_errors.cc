@@ -15,7 +15,9 @@ JournalError from_exception(const std::exception& error, std::string_view doing)
     const int primary = sqlite->getErrorCode() & 0xff;
     if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) code = JournalErrorCode::Corrupt;
   }
-  return JournalError{code, journal_rules::text("journal: ", doing, ": ", error.what())};
+  // No "journal: " prefix: every caller names the journal already ("journal: " in the
+  // reconciler, "cannot read journal FILE: " in the commands), so it would be said twice.
+  return JournalError{code, journal_rules::text(doing, ": ", error.what())};
 }
 
 bool is_constraint_violation(const std::exception& error) {

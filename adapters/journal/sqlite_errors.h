@@ -8,7 +8,8 @@
 namespace stsresize::sqlite_errors {
 
 // Corrupt for SQLITE_CORRUPT and SQLITE_NOTADB (the file is damaged or is not a database), Io
-// for every other failure. `doing` says what was being attempted, e.g. "appending to op-1".
+// for every other failure. `doing` says what was being attempted, e.g. "appending to op-1";
+// the message is "<doing>: <SQLite's reason>", without naming the journal (callers do).
 JournalError from_exception(const std::exception& error, std::string_view doing);
 
 // True when `error` is a SQLite constraint violation (primary key, CHECK, trigger).

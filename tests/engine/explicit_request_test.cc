@@ -132,7 +132,7 @@ TEST_P(RefusedRequest, WarnsWritesTheStatusAndChangesNothingElse) {
 INSTANTIATE_TEST_SUITE_P(
     Validation, RefusedRequest,
     ::testing::Values(
-        Refusal{"NotJson", "data: 2Gi", "is not valid JSON"},
+        Refusal{"NotJson", "data: 2Gi", "not valid JSON"},
         Refusal{"BadQuantity", R"({"data":{"storage":"2Gx"}})", "2Gx"},
         Refusal{"UnknownTemplate", R"({"cache":{"storage":"2Gi"}})",
                 "volumeClaimTemplate \"cache\" does not exist"},
@@ -144,6 +144,28 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"UnknownField", R"({"data":{"size":"2Gi"}})", "unknown field \"size\""},
         Refusal{"NothingChanges", R"({"data":{"storage":"1Gi"}})", "nothing to change"}),
     [](const ::testing::TestParamInfo<Refusal>& info) { return info.param.name; });
+
+// The Warning names the annotation once, whichever check refused the request.
+TEST_F(ExplicitRequest, TheWarningNamesTheAnnotationOnce) {
+  world.seed(/*expandable=*/false, "2Gi", Trigger::Request);
+  world.request("data: 2Gi");
+  const ReconcileResult result = reconcile();
+  EXPECT_EQ(result.message, R"(not valid JSON (expected e.g. {"data":{"storage":"20Gi"}}))");
+  const auto warnings = world.events.with_reason("InvalidResizeRequest");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].message,
+            R"(annotation stsresize.dev/resize: not valid JSON (expected e.g. )"
+            R"({"data":{"storage":"20Gi"}}); nothing was changed)");
+  EXPECT_EQ(annotation_or_empty(world.live_sts(), kResizeStatusAnnotation),
+            R"(rejected: not valid JSON (expected e.g. {"data":{"storage":"20Gi"}}))");
+
+  world.request(R"({"data":{"size":"2Gi"}})");
+  EXPECT_EQ(reconcile().message,
+            R"(template "data": unknown field "size" (only "storage" and "storageClassName"))");
+  EXPECT_EQ(world.events.with_reason("InvalidResizeRequest").back().message,
+            R"(annotation stsresize.dev/resize: template "data": unknown field "size" (only )"
+            R"("storage" and "storageClassName"); nothing was changed)");
+}
 
 TEST_F(ExplicitRequest, ExpandPathRecreatesTheStatefulSetWithoutRestartingAPod) {
   world.seed(/*expandable=*/true, "2Gi", Trigger::Request);

@@ -113,6 +113,19 @@ TEST_F(AdvanceCommand, ApprovalIsWrittenWithTheCallerAndTheWaitingPhase) {
                             "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 
+TEST_F(AdvanceCommand, AnUnreadablePendingRequestIsReplacedAndNamedOnce) {
+  put_operation(Phase::BackingUp, Phase::Recreating, "step");
+  kube.mutate_raw(web, [](Json& live) {
+    live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = "{not json";
+  });
+  auto [code, output] = advance({.target = "shop/web", .approve = true, .as = "alice"});
+  ASSERT_EQ(code, kExitOk) << output;
+  EXPECT_EQ(output.substr(0, output.find('\n')),
+            "approved BackingUp -> Recreating of operation web-0123abcd on shop/web as alice "
+            "(replaces the pending request, which is unreadable: annotation "
+            "stsresize.dev/advance: not a JSON object)");
+}
+
 TEST_F(AdvanceCommand, EveryRefusalSaysWhyAndWhatToRun) {
   std::string transcript;
   auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {

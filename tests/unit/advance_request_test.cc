@@ -9,6 +9,7 @@
 
 #include "engine/annotations.h"
 #include "engine/operation_codec.h"
+#include "engine/resize_request.h"
 
 namespace stsresize {
 namespace {
@@ -433,6 +434,23 @@ TEST(Resume, RestoringNeedsEveryRecreatedClaimAndEveryBackupNotYetRestoredAndNoJ
   approve.operation = failed.op.id;
   EXPECT_NE(resume_mismatch(approve, failed.op, failed.claims, failed.jobs).find("is not retry"),
             std::string::npos);
+}
+
+TEST(Retry, AnInvalidRequestIsNamedOnceInWhyNothingWouldStart) {
+  Json sts{{"metadata",
+            {{"name", "web"},
+             {"namespace", "shop"},
+             {"annotations", {{std::string{kResizeRequestAnnotation}, "data: 2Gi"}}}}},
+           {"spec",
+            {{"replicas", 3},
+             {"volumeClaimTemplates",
+              Json::array({{{"metadata", {{"name", "data"}}},
+                            {"spec", {{"resources", {{"requests", {{"storage", "1Gi"}}}}}}}}})}}}};
+  auto wanted = wanted_resize(sts, {}, std::nullopt);
+  ASSERT_FALSE(wanted);
+  EXPECT_EQ(wanted.error(),
+            "its stsresize.dev/resize request is invalid: not valid JSON (expected e.g. "
+            R"({"data":{"storage":"20Gi"}}))");
 }
 
 }  // namespace

@@ -74,6 +74,32 @@ TEST(ResizeRequest, RefusesWhatIsNotExactlyTheDocumentedShape) {
   }
 }
 
+// Callers name the annotation ("annotation stsresize.dev/resize: ..." in the Warning, "its
+// stsresize.dev/resize request is invalid: ..." in advance): the refusals do not, or it is said
+// twice.
+TEST(ResizeRequest, RefusalsSayWhatIsWrongWithoutNamingTheAnnotation) {
+  const Json sts = live_statefulset();
+  const auto refusal = [&](std::string_view request) {
+    auto validated = validate_resize_request(sts, request, {}, std::vector<Json>{});
+    return validated ? std::string{"(accepted)"} : validated.error();
+  };
+  EXPECT_EQ(refusal("data: 2Gi"), R"(not valid JSON (expected e.g. {"data":{"storage":"20Gi"}}))");
+  EXPECT_EQ(refusal("[]"), "must be a JSON object of volumeClaimTemplate names");
+  EXPECT_EQ(refusal("{}"),
+            "an empty object asks for nothing: name a volumeClaimTemplate and its new storage or "
+            "storageClassName");
+  EXPECT_EQ(refusal(R"({"data":{}})"),
+            R"(template "data": expected an object with "storage" and/or "storageClassName")");
+  EXPECT_EQ(refusal(R"({"data":{"size":"2Gi"}})"),
+            R"(template "data": unknown field "size" (only "storage" and "storageClassName"))");
+  EXPECT_EQ(
+      refusal(R"({"data":{"storage":"2Gx"}})"),
+      R"(template "data": storage: quantity "2Gx" has an unknown suffix "Gx" (expected Ki Mi )"
+      R"(Gi Ti Pi Ei, n u m k M G T P E, or e<exponent>))");
+  EXPECT_EQ(refusal(R"({"cache":{"storage":"2Gi"}})"),
+            R"(volumeClaimTemplate "cache" does not exist (templates: data, logs))");
+}
+
 TEST(ResizeRequest, DefinitionKeepsTheObjectDropsServerFieldsAndCarriesTheState) {
   const Operation op = updating_operation();
   auto definition = statefulset_definition(live_statefulset(), op);

@@ -241,6 +241,8 @@ TEST_F(SqliteJournalTest, SqliteJournal_OpenRefusesAFileThatIsNotADatabase) {
   auto opened = SqliteJournal::open(path);
   ASSERT_FALSE(opened.has_value());
   EXPECT_EQ(opened.error().code, JournalErrorCode::Corrupt) << opened.error().message;
+  // Callers name the journal ("journal: ...", "cannot read journal FILE: ..."); so not here.
+  EXPECT_EQ(opened.error().message, "opening \"" + path.string() + "\": file is not a database");
 }
 
 TEST_F(SqliteJournalTest, SqliteJournal_ReportsARowWithBrokenJsonAsCorruptNamingIt) {
