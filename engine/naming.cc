@@ -12,12 +12,6 @@ bool is_alnum_lower(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-bool is_dns1123_label(std::string_view name, std::size_t max) {
-  if (name.empty() || name.size() > max) return false;
-  if (!is_alnum_lower(name.front()) || !is_alnum_lower(name.back())) return false;
-  return std::ranges::all_of(name, [](char c) { return is_alnum_lower(c) || c == '-'; });
-}
-
 // Lowercase, every character outside [a-z0-9-] becomes '-', and the ends are trimmed to
 // alphanumerics so the result can take a "-<hash>" suffix and still be a label.
 std::string sanitised(std::string_view base) {
@@ -44,6 +38,12 @@ std::uint64_t fnv1a64(std::string_view input) {
 }
 
 }  // namespace
+
+bool is_dns1123_label(std::string_view name, std::size_t max) {
+  if (name.empty() || name.size() > max) return false;
+  if (!is_alnum_lower(name.front()) || !is_alnum_lower(name.back())) return false;
+  return std::ranges::all_of(name, [](char c) { return is_alnum_lower(c) || c == '-'; });
+}
 
 std::string short_hash(std::string_view input, std::size_t hex_chars) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -8,9 +8,12 @@
 
 namespace stsresize::naming {
 
-// DNS-1123 label, at most `max` characters: lowercase, [a-z0-9-], starts and ends alphanumeric.
-// If `base` already fits it is returned unchanged; otherwise base[0..max-9] + "-" + 8 hex chars
-// of FNV-1a 64 over `base`.
+// A DNS-1123 label of at most `max` characters: lowercase [a-z0-9-], starting and ending with
+// [a-z0-9]. Namespaces are such labels (63 at most), as are the names bounded() makes.
+bool is_dns1123_label(std::string_view name, std::size_t max = 63);
+
+// A DNS-1123 label of at most `max` characters made from `base`: `base` itself when it is one;
+// otherwise base[0..max-9] + "-" + 8 hex chars of FNV-1a 64 over `base`.
 std::string bounded(std::string_view base, std::size_t max = 63);
 
 // PVC name the StatefulSet controller uses for ordinal i: "<template>-<sts>-<i>".

@@ -8,6 +8,7 @@
 
 #include "adapters/app/apply_locally.h"
 #include "adapters/app/exit_codes.h"
+#include "adapters/app/namespaces.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/kube/config.h"
 #include "adapters/kube/http_kubernetes.h"
@@ -136,6 +137,7 @@ std::expected<Target, std::string> parse_target(const std::string& text,
   if (target.ns.empty() || target.name.empty() || target.name.find('/') != std::string::npos) {
     return std::unexpected("\"" + text + "\" is not NAMESPACE/NAME");
   }
+  if (auto valid = check_namespace(target.ns); !valid) return std::unexpected(valid.error());
   return target;
 }
 
@@ -180,6 +182,27 @@ bool action_is_clear(const AdvanceOptions& options, std::ostream& err) {
            "for approval, --abort rolls the resize back, --retry starts a failed one again, "
            "--skip-step leaves a step that is safe to skip (see `stsresize advance --help`)\n";
     return false;
+  }
+  return true;
+}
+
+int refuse_target(const std::string& why, std::ostream& err) {
+  err << "stsresize advance: " << why << " (example: stsresize advance shop/web --approve)\n";
+  return kExitUsage;
+}
+
+// The namespaces given (NS of NS/NAME, --leader-elect-namespace) are checked before connecting:
+// both become part of request paths. NAME alone takes the context's namespace later.
+bool namespaces_are_valid(const AdvanceOptions& options, std::ostream& err) {
+  if (auto target = parse_target(options.target, ""); !target) {
+    refuse_target(target.error(), err);
+    return false;
+  }
+  if (!options.leader_elect_namespace.empty()) {
+    if (auto valid = check_namespace(options.leader_elect_namespace); !valid) {
+      err << "stsresize advance: --leader-elect-namespace: " << valid.error() << "\n";
+      return false;
+    }
   }
   return true;
 }
@@ -257,6 +280,7 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
 
 int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& err) {
   if (!action_is_clear(options, err)) return kExitUsage;
+  if (!namespaces_are_valid(options, err)) return kExitUsage;
   auto config = load_credentials(options);
   if (!config) {
     err << "stsresize advance: credentials: " << config.error() << "\n";
@@ -583,11 +607,7 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
                 std::ostream& out, std::ostream& err) {
   if (!action_is_clear(options, err)) return kExitUsage;
   auto target = parse_target(options.target, caller.default_namespace);
-  if (!target) {
-    err << "stsresize advance: " << target.error() << " (example: stsresize advance shop/web "
-        << "--approve)\n";
-    return kExitUsage;
-  }
+  if (!target) return refuse_target(target.error(), err);
   const std::string who = options.as.empty() ? caller.identity : options.as;
   if (who.empty()) {
     err << "stsresize advance: neither the API server (SelfSubjectReview) nor the kubeconfig "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "adapters/app/exit_codes.h"
+#include "adapters/app/namespaces.h"
 #include "adapters/journal/journal_export.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "engine/json.h"
@@ -228,6 +229,11 @@ namespace {
 std::expected<ReplayFilter, std::string> filter_of(const ReplayOptions& options) {
   if (options.output != "text" && options.output != "json") {
     return std::unexpected("--output must be text or json, not \"" + options.output + "\"");
+  }
+  if (!options.ns.empty()) {
+    if (auto valid = check_namespace(options.ns); !valid) {
+      return std::unexpected("--namespace: " + valid.error());
+    }
   }
   auto since = parse_bound("--since", options.since);
   if (!since) return std::unexpected(since.error());

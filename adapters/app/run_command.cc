@@ -16,6 +16,7 @@
 #include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/logging.h"
+#include "adapters/app/namespaces.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/controller/controller.h"
 #include "adapters/events/kube_event_recorder.h"
@@ -188,6 +189,14 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
   auto probes = parse_bind_address(flags.health_probe_bind_address);
   if (!probes) return named("health-probe-bind-address", probes.error());
   config.probe_address = *probes;
+
+  // Both become part of request paths; checked before the credentials are even read.
+  for (const auto& [flag, value] :
+       {std::pair<std::string_view, const std::string&>{"namespace", flags.ns},
+        {"leader-elect-namespace", flags.leader_elect_namespace}}) {
+    if (value.empty()) continue;
+    if (auto valid = check_namespace(value); !valid) return named(flag, valid.error());
+  }
 
   auto kube = load_credentials(flags.kubeconfig, flags.context);
   if (!kube) return std::unexpected("credentials: " + kube.error());

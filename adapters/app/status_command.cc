@@ -4,6 +4,7 @@
 
 #include "adapters/app/credentials.h"
 #include "adapters/app/exit_codes.h"
+#include "adapters/app/namespaces.h"
 #include "adapters/app/status_view.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/journal/sqlite_journal.h"
@@ -134,6 +135,11 @@ std::optional<int> check_status_options(const StatusOptions& options, std::ostre
     return usage(err, "status",
                  "-n and -A contradict each other: give -n NS for one namespace, or -A for all");
   }
+  if (!options.ns.empty()) {
+    if (auto valid = check_namespace(options.ns); !valid) {
+      return usage(err, "status", "-n/--namespace: " + valid.error());
+    }
+  }
   if (options.all_namespaces && !options.statefulset.empty()) {
     return usage(err, "status",
                  "a StatefulSet name needs one namespace, not -A: run `stsresize status -n NS " +
@@ -147,6 +153,17 @@ std::optional<int> check_describe_target(const DescribeOptions& options, std::os
     return usage(err, "describe",
                  "which StatefulSet? Run `stsresize describe NS/NAME` (`stsresize status -A` "
                  "lists those with an operation)");
+  }
+  if (!options.ns.empty()) {
+    if (auto valid = check_namespace(options.ns); !valid) {
+      return usage(err, "describe", "-n/--namespace: " + valid.error());
+    }
+  }
+  // The rest of NS/NAME is checked where it is split (run_describe).
+  if (const auto slash = options.target.find('/'); slash != std::string::npos && slash > 0) {
+    if (auto valid = check_namespace(options.target.substr(0, slash)); !valid) {
+      return usage(err, "describe", options.target + ": " + valid.error());
+    }
   }
   return std::nullopt;
 }

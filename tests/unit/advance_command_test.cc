@@ -126,6 +126,33 @@ TEST_F(AdvanceCommand, AnUnreadablePendingRequestIsReplacedAndNamedOnce) {
             "stsresize.dev/advance: not a JSON object)");
 }
 
+TEST_F(AdvanceCommand, AnInvalidNamespaceIsAUsageErrorAndNothingIsSent) {
+  for (const std::string target : {"../web", "Shop/web", "a.b/web"}) {
+    auto [code, output] = advance({.target = target, .approve = true});
+    EXPECT_EQ(code, kExitUsage) << target;
+    const std::string ns = target.substr(0, target.find('/'));
+    EXPECT_EQ(output, "stsresize advance: \"" + ns +
+                          "\" is not a namespace name (at most 63 lowercase letters, digits and "
+                          "'-', starting and ending with a letter or digit, e.g. shop) (example: "
+                          "stsresize advance shop/web --approve)\n");
+  }
+  EXPECT_EQ(kube.calls(Verb::Get), 0);
+  // Before connecting too: the command line alone, with no credentials needed to refuse it.
+  std::ostringstream out, err;
+  EXPECT_EQ(run_cli({"advance", "../web", "--approve", "--kubeconfig", "/nonexistent"}, out, err),
+            kExitUsage);
+  EXPECT_EQ(err.str().find("stsresize advance: \"..\" is not a namespace name"), 0u) << err.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_cli({"advance", "shop/web", "--approve", "--apply-locally", "--journal", "j.db",
+                     "--leader-elect-namespace", "..", "--kubeconfig", "/nonexistent"},
+                    out2, err2),
+            kExitUsage);
+  EXPECT_EQ(err2.str().find("stsresize advance: --leader-elect-namespace: \"..\" is not a "
+                            "namespace name"),
+            0u)
+      << err2.str();
+}
+
 TEST_F(AdvanceCommand, EveryRefusalSaysWhyAndWhatToRun) {
   std::string transcript;
   auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {

@@ -77,6 +77,17 @@ TEST(Naming, BoundedHonoursASmallerMaximum) {
   EXPECT_TRUE(is_dns1123_label(bounded("anything-long", 8), 8));
 }
 
+TEST(Naming, Dns1123LabelIsWhatANamespaceMayBe) {
+  for (const std::string& good :
+       std::vector<std::string>{"shop", "a", "kube-system", "0ab9", std::string(63, 'a')}) {
+    EXPECT_TRUE(is_dns1123_label(good)) << good;
+  }
+  for (const std::string& bad : std::vector<std::string>{
+           "", "..", ".", "a/b", "UPPER", "a.b", "-shop", "shop-", "a_b", std::string(64, 'a')}) {
+    EXPECT_FALSE(is_dns1123_label(bad)) << bad;
+  }
+}
+
 TEST(Naming, LabelValueKeepsValidValuesIncludingUpperCaseAndDots) {
   EXPECT_EQ(label_value("web"), "web");
   EXPECT_EQ(label_value("My_App.v2"), "My_App.v2");

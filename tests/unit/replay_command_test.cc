@@ -242,6 +242,18 @@ TEST_F(ReplayCommandTest, ReplayCommand_MalformedTimeIsAUsageError) {
   EXPECT_TRUE(contains(result.err, "yesterday")) << result.err;
 }
 
+TEST_F(ReplayCommandTest, ReplayCommand_AnInvalidNamespaceIsAUsageError) {
+  ReplayOptions bad = options();
+  bad.ns = "Shop";
+  const Outcome result = run(bad);
+  EXPECT_EQ(result.code, kExitUsage);
+  EXPECT_EQ(result.err,
+            "stsresize replay: --namespace: \"Shop\" is not a namespace name (at most 63 "
+            "lowercase letters, digits and '-', starting and ending with a letter or digit, e.g. "
+            "shop)\n");
+  EXPECT_EQ(result.out, "");
+}
+
 TEST_F(ReplayCommandTest, CommandLine_ParsesReplayFlags) {
   const Outcome result =
       run_command_line({"replay", "--journal", path.string(), "--statefulset", "db", "-o", "json"});

@@ -127,6 +127,40 @@ TEST_F(StatusCommandTest, StatusCommand_UsageErrorsSayWhatToRunInstead) {
   EXPECT_TRUE(contains(missing.err, "no StatefulSet nope in namespace shop")) << missing.err;
 }
 
+// A namespace is a segment of the request's path: "..", "a/b" would address something else.
+TEST_F(StatusCommandTest, StatusCommand_AnInvalidNamespaceIsAUsageErrorAndNothingIsSent) {
+  const std::string what_it_is =
+      " is not a namespace name (at most 63 lowercase letters, digits and '-', starting and "
+      "ending with a letter or digit, e.g. shop)\n";
+  for (const std::string& ns :
+       std::vector<std::string>{"..", "a/b", "UPPER", "-shop", std::string(64, 'a')}) {
+    const Outcome result = status({.ns = ns});
+    EXPECT_EQ(result.code, kExitUsage) << ns;
+    EXPECT_EQ(result.err, "stsresize status: -n/--namespace: \"" + ns + "\"" + what_it_is);
+  }
+  const Outcome named = status({.ns = "..", .statefulset = "web"});
+  EXPECT_EQ(named.code, kExitUsage);
+  EXPECT_EQ(kube.calls(Verb::List), 0);
+  EXPECT_EQ(kube.calls(Verb::Get), 0);
+}
+
+TEST_F(StatusCommandTest, DescribeCommand_AnInvalidNamespaceIsAUsageErrorAndNothingIsSent) {
+  const std::string what_it_is =
+      " is not a namespace name (at most 63 lowercase letters, digits and '-', starting and "
+      "ending with a letter or digit, e.g. shop)\n";
+  const Outcome dots = describe({.target = "../web"});
+  EXPECT_EQ(dots.code, kExitUsage);
+  EXPECT_EQ(dots.err, "stsresize describe: ../web: \"..\"" + what_it_is);
+  const Outcome upper = describe({.target = "Shop/web"});
+  EXPECT_EQ(upper.code, kExitUsage);
+  EXPECT_EQ(upper.err, "stsresize describe: Shop/web: \"Shop\"" + what_it_is);
+  const Outcome flag = describe({.ns = "a.b", .target = "web"});
+  EXPECT_EQ(flag.code, kExitUsage);
+  EXPECT_EQ(flag.err, "stsresize describe: -n/--namespace: \"a.b\"" + what_it_is);
+  EXPECT_EQ(kube.calls(Verb::List), 0);
+  EXPECT_EQ(kube.calls(Verb::Get), 0);
+}
+
 TEST_F(StatusCommandTest, StatusCommand_UnreachableClusterHasItsOwnExitCode) {
   kube.inject({.verb = Verb::List,
                .kind = Kind::StatefulSet,

@@ -124,6 +124,11 @@ TEST(StsresizeBinary, RunRefusesBadFlagsBeforeStartingAnything) {
       {"--metrics-bind-address 8080", "--metrics-bind-address: bind address \"8080\""},
       {"--max-concurrent-operations 0", "--max-concurrent-operations: must be from 1 to 64"},
       {"--kubeconfig '" + dir.file("missing").string() + "'", "credentials:"},
+      {"--namespace ..", "--namespace: \"..\" is not a namespace name (at most 63 lowercase"},
+      {"-n UPPER", "--namespace: \"UPPER\" is not a namespace name"},
+      {"--namespace a/b", "--namespace: \"a/b\" is not a namespace name"},
+      {"--leader-elect --leader-elect-namespace ..",
+       "--leader-elect-namespace: \"..\" is not a namespace name"},
   };
   for (const Case& c : cases) {
     const Process result = run_binary("run --journal '" + journal + "' " + c.arguments);
