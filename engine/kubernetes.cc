@@ -30,6 +30,30 @@ bool is_namespaced(Kind kind) {
   return kind != Kind::PersistentVolume && kind != Kind::StorageClass;
 }
 
+ApiResource api_resource(Kind kind) {
+  switch (kind) {
+    case Kind::StatefulSet:
+      return {"apps", "v1", "statefulsets"};
+    case Kind::PersistentVolumeClaim:
+      return {"", "v1", "persistentvolumeclaims"};
+    case Kind::PersistentVolume:
+      return {"", "v1", "persistentvolumes"};
+    case Kind::Job:
+      return {"batch", "v1", "jobs"};
+    case Kind::Pod:
+      return {"", "v1", "pods"};
+    case Kind::StorageClass:
+      return {"storage.k8s.io", "v1", "storageclasses"};
+    case Kind::Event:
+      return {"", "v1", "events"};
+    case Kind::ConfigMap:
+      return {"", "v1", "configmaps"};
+    case Kind::Lease:
+      return {"coordination.k8s.io", "v1", "leases"};
+  }
+  return {"", "v1", "unknown"};
+}
+
 std::string to_string(const ObjectRef& ref) {
   std::string out{to_string(ref.kind)};
   out += ' ';

@@ -15,6 +15,7 @@
 #include "adapters/app/credentials.h"
 #include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
+#include "adapters/app/informer_errors.h"
 #include "adapters/app/logging.h"
 #include "adapters/app/namespaces.h"
 #include "adapters/clock/system_clock.h"
@@ -328,7 +329,15 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
     }
   }
 
+  // Informers retry failed lists and watches for ever; this says why, once per cause.
+  InformerErrorLog informer_errors;
   ControllerOptions controller_options;
+  controller_options.on_informer_error = [&informer_errors](const runtime::InformerError& error) {
+    informer_errors.failed(error);
+  };
+  controller_options.on_informer_recovered = [&informer_errors](Kind kind) {
+    informer_errors.recovered(kind);
+  };
   controller_options.ns = config->ns;
   controller_options.workers = config->workers;
   controller_options.engine = config->engine;

@@ -93,6 +93,8 @@ Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
     informer_options.kind = kind;
     informer_options.ns = std::move(ns);
     informer_options.label_selector = std::move(selector);
+    informer_options.on_error = options_.on_informer_error;
+    informer_options.on_recovered = options_.on_informer_recovered;
     return std::make_unique<runtime::Informer>(kube_, std::move(informer_options));
   };
   const std::string ours{kStatefulSetLabel};

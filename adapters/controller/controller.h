@@ -18,6 +18,7 @@
 // letting reconciles in flight finish (each step is journaled and idempotent, so even an
 // abandoned one is safe, but a clean stop leaves a tidier journal).
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,7 @@ namespace stsresize {
 
 namespace runtime {
 class Informer;
+struct InformerError;
 class WorkQueue;
 class WorkerPool;
 }  // namespace runtime
@@ -57,6 +59,10 @@ struct ControllerOptions {
   // copy pod's and Job's status updates, a claim binding): two thirds of its reconciles started
   // within 50 ms of the previous one and found nothing new. 0: every event at once.
   Duration event_batching_window = std::chrono::milliseconds{200};
+  // Every informer's failed lists and watches, and its first success after them (for logs:
+  // a failing informer retries for ever and the workers wait for its cache). Informer threads.
+  std::function<void(const runtime::InformerError&)> on_informer_error = {};
+  std::function<void(Kind)> on_informer_recovered = {};
 };
 
 class Controller {

@@ -177,7 +177,7 @@ bool Informer::list_and_replace(std::stop_token stop) {
     if (stop.stop_requested()) return false;
     auto page = kube_.list(options_.kind, options_.ns, request);
     if (!page) {
-      count_error(page.error());
+      count_error("list", page.error());
       return false;
     }
     {
@@ -212,6 +212,7 @@ bool Informer::list_and_replace(std::stop_token stop) {
     resource_version_ = list_version;
   }
   reset_backoff();
+  succeeded();
   for (const auto& [key, object] : previous) {
     if (!fresh.contains(key)) notify(WatchEventType::Deleted, object);
   }
@@ -249,6 +250,7 @@ Informer::WatchEnd Informer::watch_once(std::stop_token stop, bool restart) {
   const auto result =
       kube_.watch(options_.kind, options_.ns, request, stop, [&](const WatchEvent& event) {
         if (stop.stop_requested()) return false;
+        if (delivered == 0) succeeded();
         apply(event.type, event.object);
         ++delivered;
         return !stop.stop_requested();
@@ -259,10 +261,12 @@ Informer::WatchEnd Informer::watch_once(std::stop_token stop, bool restart) {
       reset_backoff();
     } else if (std::chrono::steady_clock::now() - started < kShortestHealthyWatch) {
       if (!back_off(stop)) return WatchEnd::Stopped;
+    } else {
+      succeeded();  // it lasted until the server ended it: quiet, not failing
     }
     return WatchEnd::Resume;
   }
-  count_error(result.error());
+  count_error("watch", result.error());
   switch (result.error().code) {
     case KubeErrorCode::Gone: {
       std::lock_guard lock(mutex_);
@@ -311,9 +315,22 @@ void Informer::notify(WatchEventType type, const Store::Object& object) {
   for (const Handler& handler : handlers_) handler(type, object);
 }
 
-void Informer::count_error(const KubeError& error) {
-  std::lock_guard lock(mutex_);
-  ++stats_.errors[error.code];
+void Informer::count_error(std::string_view verb, const KubeError& error) {
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.errors[error.code];
+  }
+  if (error.code == KubeErrorCode::Gone) return;  // the version expired: relisting is routine
+  failing_ = true;
+  if (options_.on_error) {
+    options_.on_error(InformerError{options_.kind, options_.ns, std::string{verb}, error});
+  }
+}
+
+void Informer::succeeded() {
+  if (!failing_) return;
+  failing_ = false;
+  if (options_.on_recovered) options_.on_recovered(options_.kind);
 }
 
 bool Informer::back_off(std::stop_token stop, Duration at_least) {

@@ -17,6 +17,10 @@
 //     backed off like an error, so that a server closing streams at once cannot spin the loop.
 // The backoff (initial_backoff doubling up to max_backoff, each wait jittered up to twice the
 // step) starts again after a successful list or a watch that delivered something.
+// Failed calls are counted (stats) and told to on_error, Gone excepted (a relist is routine);
+// the first success after them (a complete list, a watch that delivered something or lasted
+// its course) is told to on_recovered. Retrying for ever suits a server that restarts, but
+// only these callbacks let a cause that needs a person (401, 403) reach the logs.
 // A list replaces the store: objects that vanished are reported Deleted, new ones Added, and
 // ones whose resourceVersion changed Modified (unchanged ones are not reported).
 //
@@ -42,6 +46,14 @@ namespace stsresize::runtime {
 // Drops metadata.managedFields: large, and never read by stsresize.
 Json strip_managed_fields(Json object);
 
+// A list or watch call that failed.
+struct InformerError {
+  Kind kind = Kind::StatefulSet;
+  std::string ns = {};    // "": every namespace (or a cluster-scoped kind)
+  std::string verb = {};  // "list" or "watch"
+  KubeError error = {KubeErrorCode::ServerError, {}, Duration{0}};
+};
+
 // Every member has an initialiser, so that designated initialisers compile warning-free.
 struct InformerOptions {
   Kind kind = Kind::StatefulSet;
@@ -55,6 +67,10 @@ struct InformerOptions {
   Duration max_backoff = std::chrono::seconds{30};
   // Applied to every object before it is stored and handed to handlers.
   std::function<Json(Json)> transform = strip_managed_fields;
+  // On the informer thread, before the backoff: each failed call (Gone excepted), then once
+  // the first success after failures. Quick, like handlers; must not call stop().
+  std::function<void(const InformerError&)> on_error = {};
+  std::function<void(Kind)> on_recovered = {};
 };
 
 // "ns/name", or "name" for cluster-scoped objects: the WorkQueue's key.
@@ -126,7 +142,10 @@ class Informer {
   WatchEnd watch_once(std::stop_token stop, bool restart);
   void apply(WatchEventType type, const Json& event_object);
   void notify(WatchEventType type, const Store::Object& object);
-  void count_error(const KubeError& error);
+  // Counts it and tells on_error; `verb` is "list" or "watch".
+  void count_error(std::string_view verb, const KubeError& error);
+  // A call succeeded: tells on_recovered if calls failed since the last success.
+  void succeeded();
   // Sleeps the next backoff step (jittered); false when stopped meanwhile.
   bool back_off(std::stop_token stop, Duration at_least = Duration{0});
   void reset_backoff();
@@ -145,6 +164,7 @@ class Informer {
   Duration next_backoff_{0};
   std::minstd_rand random_;  // watch timeouts and backoff jitter
   bool stopped_ = false;
+  bool failing_ = false;  // informer thread only: a call failed since the last success
   std::jthread thread_;
 };
 

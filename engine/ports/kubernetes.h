@@ -32,6 +32,15 @@ enum class Kind {
 std::string_view to_string(Kind kind);
 bool is_namespaced(Kind kind);
 
+// A kind's REST resource as URLs and RBAC rules name it: group ("" for the core group),
+// version and plural, e.g. {"apps", "v1", "statefulsets"}.
+struct ApiResource {
+  std::string_view group;
+  std::string_view version;
+  std::string_view plural;
+};
+ApiResource api_resource(Kind kind);
+
 // Names one object. `ns` is empty for cluster-scoped kinds (PersistentVolume, StorageClass).
 struct ObjectRef {
   Kind kind;

@@ -284,6 +284,64 @@ TEST_F(InformerTest, FailedListsAreRetriedWithBackoff) {
   EXPECT_EQ(kube.calls(Verb::List), 4);
 }
 
+// What a caller needs to say why the cache is not syncing (a 401, a missing RBAC rule): each
+// failed call, then the first success after them, once; a relist after Gone is routine.
+TEST_F(InformerTest, FailedCallsAndTheFirstSuccessAfterThemAreTold) {
+  std::mutex mutex;
+  std::vector<InformerError> errors;
+  int recovered = 0;
+  const auto count = [&] {
+    std::lock_guard lock(mutex);
+    return std::pair{errors.size(), recovered};
+  };
+  InformerOptions opts = options();
+  opts.on_error = [&](const InformerError& error) {
+    std::lock_guard lock(mutex);
+    errors.push_back(error);
+  };
+  opts.on_recovered = [&](Kind kind) {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(kind, Kind::ConfigMap);
+    ++recovered;
+  };
+  kube.inject({.verb = Verb::List,
+               .times = 3,
+               .error = KubeError{KubeErrorCode::Forbidden, "rbac", Duration{0}}});
+  Informer informer(kube, opts);
+  EventLog log;
+  informer.add_handler(log.handler());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(seconds{10}));
+  EXPECT_EQ(count(), std::pair(std::size_t{3}, 1));
+  for (const InformerError& error : errors) {
+    EXPECT_EQ(error.kind, Kind::ConfigMap);
+    EXPECT_EQ(error.ns, "");
+    EXPECT_EQ(error.verb, "list");
+    EXPECT_EQ(error.error.code, KubeErrorCode::Forbidden);
+    EXPECT_EQ(error.error.message, "rbac");
+  }
+
+  // A broken watch is told; its recovery is the first event of the next watch.
+  wait_for_watch(informer, log, "first");
+  kube.break_watches({KubeErrorCode::Unreachable, "connection reset", Duration{0}});
+  for (int i = 0; i < 500 && count().first < 4; ++i) std::this_thread::sleep_for(milliseconds{2});
+  ASSERT_EQ(count(), std::pair(std::size_t{4}, 1));
+  EXPECT_EQ(errors[3].verb, "watch");
+  EXPECT_EQ(errors[3].error.code, KubeErrorCode::Unreachable);
+  wait_for_watch(informer, log, "second");
+  EXPECT_EQ(count(), std::pair(std::size_t{4}, 2));
+
+  // Gone (the version was compacted away) only relists: nothing to tell.
+  kube.compact();
+  kube.break_watches({KubeErrorCode::Gone, "too old", Duration{0}});
+  for (int i = 0; i < 500 && informer.stats().relists_after_gone < 1; ++i) {
+    std::this_thread::sleep_for(milliseconds{2});
+  }
+  wait_for_watch(informer, log, "third");
+  informer.stop();
+  EXPECT_EQ(count(), std::pair(std::size_t{4}, 2));
+}
+
 TEST_F(InformerTest, StopReturnsPromptlyFromAWatch) {
   Informer informer(kube, options());  // 30 s watches
   EventLog log;

@@ -6,11 +6,15 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "adapters/journal/sqlite_journal.h"
+#include "engine/json.h"
 #include "tests/support/replay_samples.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/unit/kube_test_support.h"
 
 #ifndef STSRESIZE_BINARY
 #error "STSRESIZE_BINARY must name the stsresize executable (tests/CMakeLists.txt)"
@@ -24,8 +28,12 @@ struct Process {
   std::string output;  // stdout and stderr
 };
 
-Process run_binary(const std::string& arguments) {
-  const std::string command = std::string{"'"} + STSRESIZE_BINARY + "' " + arguments + " 2>&1";
+// `timeout`: seconds after which the process gets SIGTERM (empty: none).
+Process run_binary_for(const std::string& timeout, const std::string& arguments) {
+  const std::string prefix =
+      timeout.empty() ? std::string{} : "timeout --preserve-status -s TERM " + timeout + " ";
+  const std::string command =
+      prefix + std::string{"'"} + STSRESIZE_BINARY + "' " + arguments + " 2>&1";
   Process result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -37,6 +45,10 @@ Process run_binary(const std::string& arguments) {
   const int status = ::pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+Process run_binary(const std::string& arguments) {
+  return run_binary_for("", arguments);
 }
 
 TEST(StsresizeBinary, ReplaysAJournalFileAndExitsZero) {
@@ -137,6 +149,90 @@ TEST(StsresizeBinary, RunRefusesBadFlagsBeforeStartingAnything) {
                                                              << result.output;
   }
   EXPECT_FALSE(std::filesystem::exists(journal)) << "a refused start must not create the journal";
+}
+
+// `run` against an API server that refuses every request with `status` for `seconds`, then
+// SIGTERM: its log lines (JSON) and how many requests the server saw.
+struct RefusedRun {
+  Process process;
+  std::vector<Json> lines;
+  std::size_t requests = 0;
+};
+
+RefusedRun run_against_refusing_server(int status, const std::string& reason) {
+  testing::StubApiServer server;
+  server.answer(status, Json{{"kind", "Status"},
+                             {"apiVersion", "v1"},
+                             {"status", "Failure"},
+                             {"reason", reason},
+                             {"message", "refused by the stub"},
+                             {"code", status}}
+                            .dump());
+  testing::TempDir dir;
+  const auto kubeconfig =
+      dir.write("kubeconfig",
+                "current-context: c\n"
+                "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+                "clusters:\n- name: k\n  cluster:\n    server: " +
+                    server.url() + "\nusers:\n- name: u\n  user:\n    token: t\n");
+  RefusedRun result;
+  // Long enough for every informer to retry at least once (first backoff: 0.8 s to 1.6 s).
+  result.process = run_binary_for("3", "run --kubeconfig '" + kubeconfig.string() +
+                                           "' --journal '" + dir.file("journal.db").string() +
+                                           "' --metrics-bind-address 0 "
+                                           "--health-probe-bind-address 0 --log-format json");
+  std::istringstream output(result.process.output);
+  for (std::string line; std::getline(output, line);) {
+    Json parsed = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded()) result.lines.push_back(std::move(parsed));
+  }
+  result.requests = server.requests().size();
+  return result;
+}
+
+std::vector<Json> lines_at(const RefusedRun& run, const std::string& level,
+                           const std::string& starting) {
+  std::vector<Json> found;
+  for (const Json& line : run.lines) {
+    if (line.value("level", "") == level && line.value("msg", "").starts_with(starting)) {
+      found.push_back(line);
+    }
+  }
+  return found;
+}
+
+TEST(StsresizeBinary, RunLogsRejectedCredentialsOnceWithWhatToFix) {
+  const RefusedRun run = run_against_refusing_server(401, "Unauthorized");
+  EXPECT_EQ(run.process.status, 0) << run.process.output;
+  EXPECT_GE(run.requests, 12u) << "six informers, each listing at least twice";
+  const auto errors = lines_at(run, "error", "");
+  ASSERT_EQ(errors.size(), 1u) << run.process.output;
+  EXPECT_EQ(errors[0]["msg"],
+            "the API server rejected the credentials (401 Unauthorized): check --kubeconfig and "
+            "--context, or in a pod its ServiceAccount token; retrying with backoff");
+  EXPECT_EQ(errors[0]["error"], "Unauthorized");
+  EXPECT_NE(errors[0]["message"].get<std::string>().find("refused by the stub"), std::string::npos);
+}
+
+TEST(StsresizeBinary, RunLogsEachForbiddenListOnceNamingTheRuleToGrant) {
+  const RefusedRun run = run_against_refusing_server(403, "Forbidden");
+  EXPECT_EQ(run.process.status, 0) << run.process.output;
+  EXPECT_GE(run.requests, 12u);
+  EXPECT_EQ(lines_at(run, "error", "").size(), 6u) << run.process.output;
+  const auto statefulsets = lines_at(run, "error", "listing statefulsets in every namespace");
+  ASSERT_EQ(statefulsets.size(), 1u) << run.process.output;
+  EXPECT_EQ(statefulsets[0]["msg"],
+            "listing statefulsets in every namespace is forbidden (403): grant verbs "
+            "[\"list\",\"watch\"] on resources [\"statefulsets\"] in apiGroups [\"apps\"] to these "
+            "credentials (a ClusterRole and ClusterRoleBinding; README.md, RBAC); retrying with "
+            "backoff");
+  for (const char* resource : {"persistentvolumeclaims", "jobs", "pods", "configmaps"}) {
+    EXPECT_EQ(
+        lines_at(run, "error", "listing " + std::string{resource} + " in every namespace").size(),
+        1u)
+        << resource;
+  }
+  EXPECT_EQ(lines_at(run, "error", "listing storageclasses is forbidden").size(), 1u);
 }
 
 }  // namespace
