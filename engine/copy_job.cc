@@ -184,6 +184,23 @@ std::string copy_script(const CopyJobSettings& settings) {
   return script;
 }
 
+namespace {
+
+// {"requests":{...},"limits":{...}} with the values that are set; {} when none is.
+Json container_resources(const CopyJobResources& resources) {
+  Json out = Json::object();
+  const auto put = [&](const char* group, const char* name, const std::string& value) {
+    if (!value.empty()) out[group][name] = value;
+  };
+  put("requests", "cpu", resources.cpu_request);
+  put("requests", "memory", resources.memory_request);
+  put("limits", "cpu", resources.cpu_limit);
+  put("limits", "memory", resources.memory_limit);
+  return out;
+}
+
+}  // namespace
+
 Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
   const Json labels = {
       {"app.kubernetes.io/managed-by", "stsresize"},
@@ -208,11 +225,14 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
       {"volumeMounts", Json::array({
                            {{"name", "source"}, {"mountPath", "/source"}, {"readOnly", true}},
                            {{"name", "destination"}, {"mountPath", "/destination"}},
+                           {{"name", "tmp"}, {"mountPath", "/tmp"}},
                        })},
       {"terminationMessagePath", "/dev/termination-log"},
       {"terminationMessagePolicy", "File"},
   };
-  if (!settings.resources.empty()) container["resources"] = settings.resources;
+  if (Json resources = container_resources(settings.resources); !resources.empty()) {
+    container["resources"] = std::move(resources);
+  }
   if (!settings.security_context.empty()) {
     container["securityContext"] = settings.security_context;
   }
@@ -228,6 +248,8 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
             {"persistentVolumeClaim", {{"claimName", request.source_claim}, {"readOnly", true}}}},
            {{"name", "destination"},
             {"persistentVolumeClaim", {{"claimName", request.destination_claim}}}},
+           // Where sort(1) spills the digest lines of a large tree: the root is read-only.
+           {{"name", "tmp"}, {"emptyDir", Json::object()}},
        })},
   };
   if (!settings.pod_security_context.empty()) {

@@ -35,25 +35,44 @@ struct CopySummary {
 std::expected<CopySummary, std::string> parse_copy_summary(const std::string& message);
 std::string format_copy_summary(const CopySummary& summary);
 
+// The copy container's requests and limits, as Kubernetes quantities (CPU: "100m", "0.5";
+// memory: "128Mi"); empty: not set. Flags of `stsresize run`, which checks them.
+struct CopyJobResources {
+  // Enough to be scheduled next to busy pods; rsync and sha256sum use more on an idle node.
+  std::string cpu_request = "100m";
+  std::string memory_request = "128Mi";
+  // None: a CPU limit only throttles a copy the application is waiting for.
+  std::string cpu_limit = {};
+  // rsync holds the file list (about 100 bytes a file, more with -H), sort the digest lines
+  // until it spills to /tmp: a bound for a runaway, far above what millions of files need.
+  std::string memory_limit = "2Gi";
+};
+
 // Settings a platform engineer may change (flags of `stsresize run`).
 struct CopyJobSettings {
+  // A tag, which may move: where the registry is reachable, give --sync-image IMAGE@sha256:...
   std::string image = "docker.io/instrumentisto/rsync-ssh:alpine3.20";
   std::vector<std::string> rsync_flags = {"-aHAX", "--delete", "--numeric-ids"};
   std::int32_t backoff_limit = 2;
   std::optional<std::int64_t> active_deadline_seconds;
-  Json resources = Json::object();  // container resources
-  // Container securityContext. The copy must run as root to keep every file's owner, mode and
-  // ACLs (rsync -aHAX --numeric-ids over volumes written by any uid), so it cannot meet the
-  // "restricted" Pod Security level; the default meets "baseline" and keeps only what a copy
-  // needs: no privilege escalation, the runtime's seccomp profile, and of root's powers only
-  // chown, reading and writing any file (DAC_OVERRIDE, FOWNER), keeping set-id bits (FSETID)
-  // and device nodes (MKNOD). Not read-only at the root: sort(1) may spill to /tmp.
-  Json security_context =
-      Json{{"allowPrivilegeEscalation", false},
-           {"capabilities",
-            {{"drop", Json::array({"ALL"})},
-             {"add", Json::array({"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "MKNOD"})}}},
-           {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  CopyJobResources resources;
+  // Container securityContext. The copy must run as root to keep every file's owner, mode,
+  // ACLs and extended attributes (rsync -aHAX --numeric-ids over volumes written by any uid),
+  // so it cannot meet the "restricted" Pod Security level; the default meets "baseline" and
+  // keeps only what a copy needs: no privilege escalation, the runtime's seccomp profile, a
+  // read-only root filesystem (the script writes only to the volumes, /tmp — an emptyDir,
+  // where sort(1) may spill — and the termination message), and of root's powers only chown
+  // (CHOWN), reading and writing any file and setting its times and mode (DAC_OVERRIDE,
+  // FOWNER), keeping set-id bits (FSETID), device nodes (MKNOD, -D of -a) and file
+  // capabilities (SETFCAP: -X copies the security.capability attribute as root). Not SETUID or
+  // SETGID: rsync never changes its own ids here (no daemon, no --chroot, no remote shell).
+  Json security_context = Json{
+      {"allowPrivilegeEscalation", false},
+      {"readOnlyRootFilesystem", true},
+      {"capabilities",
+       {{"drop", Json::array({"ALL"})},
+        {"add", Json::array({"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "MKNOD", "SETFCAP"})}}},
+      {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   Json pod_security_context = Json::object();
   Json node_selector = Json::object();
   Json tolerations = Json::array();
@@ -84,8 +103,9 @@ struct CopyJobRequest {
 std::string copy_script(const CopyJobSettings& settings);
 
 // A batch/v1 Job: labels stsresize.dev/operation=<id>, stsresize.dev/statefulset=<sts>,
-// stsresize.dev/purpose=<purpose>; restartPolicy Never; the source mounted read-only;
-// command ["/bin/sh","-c",copy_script(settings)].
+// stsresize.dev/purpose=<purpose>; restartPolicy Never; the source mounted read-only, an
+// emptyDir at /tmp; no service account token; command ["/bin/sh","-c",copy_script(settings)];
+// the requests and limits of settings.resources that are set.
 Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings);
 
 }  // namespace stsresize

@@ -103,15 +103,25 @@ std::optional<unsigned __int128> to_integer(const std::string& digits, unsigned 
   return value;
 }
 
-std::expected<std::int64_t, std::string> to_bytes(Decomposed d, std::string_view text) {
+// What a value is counted in, as its refusals say it (after "quantity \"...\" ").
+struct Unit {
+  std::string too_large;
+  std::string fraction;
+};
+Unit bytes_unit() {
+  return {"is larger than the largest supported size (" + std::to_string(kMax) + " bytes)",
+          "is not a whole number of bytes"};
+}
+Unit thousandths_unit() {
+  return {"is larger than the largest supported value", "is finer than 1m (a thousandth)"};
+}
+
+// The value as a whole number of units, where `d` is already scaled to the unit.
+std::expected<std::int64_t, std::string> to_whole(Decomposed d, std::string_view text,
+                                                  const Unit& unit) {
   if (d.digits.empty()) return 0;
-  const auto too_large = [&] {
-    return std::unexpected(quoted(text) + " is larger than the largest supported size (" +
-                           std::to_string(kMax) + " bytes)");
-  };
-  const auto fraction = [&] {
-    return std::unexpected(quoted(text) + " is not a whole number of bytes");
-  };
+  const auto too_large = [&] { return std::unexpected(quoted(text) + " " + unit.too_large); };
+  const auto fraction = [&] { return std::unexpected(quoted(text) + " " + unit.fraction); };
 
   if (d.decimal_exponent >= 0) {
     // digits ≥ 10^(size-1), so the value is at least 10^(size-1+exponent); int64 < 10^19.
@@ -147,9 +157,8 @@ std::expected<std::int64_t, std::string> to_bytes(Decomposed d, std::string_view
   return static_cast<std::int64_t>(*value << shift);
 }
 
-}  // namespace
-
-std::expected<Quantity, std::string> Quantity::parse(std::string_view text) {
+// The grammar of resource.Quantity, decomposed exactly; refuses negative values.
+std::expected<Decomposed, std::string> decompose(std::string_view text) {
   if (text.empty()) return std::unexpected(std::string{"empty quantity"});
   std::string_view rest = text;
 
@@ -210,9 +219,24 @@ std::expected<Quantity, std::string> Quantity::parse(std::string_view text) {
   if (negative && !d.digits.empty()) {
     return std::unexpected(quoted(text) + " is negative");
   }
-  auto bytes = to_bytes(std::move(d), text);
+  return d;
+}
+
+}  // namespace
+
+std::expected<Quantity, std::string> Quantity::parse(std::string_view text) {
+  auto d = decompose(text);
+  if (!d) return std::unexpected(d.error());
+  auto bytes = to_whole(std::move(*d), text, bytes_unit());
   if (!bytes) return std::unexpected(bytes.error());
   return Quantity{*bytes};
+}
+
+std::expected<std::int64_t, std::string> parse_milli_quantity(std::string_view text) {
+  auto d = decompose(text);
+  if (!d) return std::unexpected(d.error());
+  d->decimal_exponent += 3;
+  return to_whole(std::move(*d), text, thousandths_unit());
 }
 
 std::string Quantity::to_string() const {

@@ -31,4 +31,8 @@ class Quantity {
   std::int64_t bytes_ = 0;
 };
 
+// The same grammar as a whole number of thousandths: CPU in millicores ("100m" is 100, "0.5"
+// 500, "2" 2000). Refuses what Quantity::parse refuses, and values finer than 1m.
+std::expected<std::int64_t, std::string> parse_milli_quantity(std::string_view text);
+
 }  // namespace stsresize

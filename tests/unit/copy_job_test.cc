@@ -144,7 +144,8 @@ TEST(CopyJob, SpecRunsOnceMountsSourceReadOnlyAndKeepsTheResult) {
   EXPECT_EQ(pod.at("restartPolicy"), "Never");
   const Json expected_volumes = Json::parse(R"([
     {"name":"source","persistentVolumeClaim":{"claimName":"data-web-0","readOnly":true}},
-    {"name":"destination","persistentVolumeClaim":{"claimName":"data-web-0-stsresize-bak"}}
+    {"name":"destination","persistentVolumeClaim":{"claimName":"data-web-0-stsresize-bak"}},
+    {"name":"tmp","emptyDir":{}}
   ])");
   EXPECT_EQ(pod.at("volumes"), expected_volumes);
   ASSERT_EQ(pod.at("containers").size(), 1u);
@@ -154,32 +155,61 @@ TEST(CopyJob, SpecRunsOnceMountsSourceReadOnlyAndKeepsTheResult) {
   EXPECT_EQ(c.at("command"), Json::array({"/bin/sh", "-c", copy_script(settings)}));
   const Json expected_mounts = Json::parse(R"([
     {"name":"source","mountPath":"/source","readOnly":true},
-    {"name":"destination","mountPath":"/destination"}
+    {"name":"destination","mountPath":"/destination"},
+    {"name":"tmp","mountPath":"/tmp"}
   ])");
   EXPECT_EQ(c.at("volumeMounts"), expected_mounts);
   EXPECT_EQ(c.at("terminationMessagePath"), "/dev/termination-log");
   EXPECT_EQ(c.at("terminationMessagePolicy"), "File");
-  EXPECT_FALSE(c.contains("resources"));
-  // Baseline Pod Security, not restricted: root with a few capabilities (see copy_job.h).
-  const Json& security = c.at("securityContext");
-  EXPECT_EQ(security.at("allowPrivilegeEscalation"), false);
-  EXPECT_EQ(security.at("capabilities").at("drop"), Json::array({"ALL"}));
-  for (const Json& added : security.at("capabilities").at("add")) {
-    EXPECT_TRUE(added == "CHOWN" || added == "DAC_OVERRIDE" || added == "FOWNER" ||
-                added == "FSETID" || added == "MKNOD")
-        << added << " is not in the baseline level's allowed set or not needed";
-  }
-  EXPECT_EQ(security.at("seccompProfile").at("type"), "RuntimeDefault");
+  EXPECT_EQ(pod.at("automountServiceAccountToken"), false);
   for (const char* absent : {"securityContext", "nodeSelector", "tolerations"}) {
     EXPECT_FALSE(pod.contains(absent)) << absent;
   }
+}
+
+TEST(CopyJob, RequestsAndLimitsByDefault) {
+  const Json job = build_copy_job(backup_request(), CopyJobSettings{});
+  const Json& c = job.at("spec").at("template").at("spec").at("containers").at(0);
+  EXPECT_EQ(c.at("resources"), Json::parse(R"({"requests":{"cpu":"100m","memory":"128Mi"},
+                                              "limits":{"memory":"2Gi"}})"));
+}
+
+// Baseline Pod Security, not restricted: root, to keep owners (see copy_job.h). Every
+// capability added is in the baseline level's allowed list and needed by rsync -aHAX.
+TEST(CopyJob, RunsAsRootWithOnlyWhatACopyNeeds) {
+  const Json job = build_copy_job(backup_request(), CopyJobSettings{});
+  const Json& c = job.at("spec").at("template").at("spec").at("containers").at(0);
+  EXPECT_EQ(c.at("securityContext"), Json::parse(R"({
+    "allowPrivilegeEscalation": false,
+    "readOnlyRootFilesystem": true,
+    "capabilities": {
+      "drop": ["ALL"],
+      "add": ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "MKNOD", "SETFCAP"]
+    },
+    "seccompProfile": {"type": "RuntimeDefault"}
+  })"));
+}
+
+TEST(CopyJob, ResourcesLeaveOutWhatIsNotSet) {
+  CopyJobSettings settings;
+  settings.resources = {
+      .cpu_request = "", .memory_request = "1Gi", .cpu_limit = "", .memory_limit = ""};
+  const Json job = build_copy_job(backup_request(), settings);
+  const Json& c = job.at("spec").at("template").at("spec").at("containers").at(0);
+  EXPECT_EQ(c.at("resources"), Json::parse(R"({"requests":{"memory":"1Gi"}})"));
+  settings.resources = {
+      .cpu_request = "", .memory_request = "", .cpu_limit = "", .memory_limit = ""};
+  const Json bare = build_copy_job(backup_request(), settings);
+  EXPECT_FALSE(
+      bare.at("spec").at("template").at("spec").at("containers").at(0).contains("resources"));
 }
 
 TEST(CopyJob, CarriesThePlatformSettingsWhenGiven) {
   CopyJobSettings settings;
   settings.image = "registry.local/rsync:1";
   settings.active_deadline_seconds = 3600;
-  settings.resources = {{"limits", {{"memory", "256Mi"}}}};
+  settings.resources = {
+      .cpu_request = "250m", .memory_request = "256Mi", .cpu_limit = "1", .memory_limit = "256Mi"};
   settings.security_context = {{"readOnlyRootFilesystem", true}};
   settings.pod_security_context = {{"runAsUser", 0}};
   settings.node_selector = {{"disk", "ssd"}};
@@ -189,7 +219,8 @@ TEST(CopyJob, CarriesThePlatformSettingsWhenGiven) {
   const Json& pod = job.at("spec").at("template").at("spec");
   const Json& c = pod.at("containers").at(0);
   EXPECT_EQ(c.at("image"), "registry.local/rsync:1");
-  EXPECT_EQ(c.at("resources"), settings.resources);
+  EXPECT_EQ(c.at("resources"), Json::parse(R"({"requests":{"cpu":"250m","memory":"256Mi"},
+                                              "limits":{"cpu":"1","memory":"256Mi"}})"));
   EXPECT_EQ(c.at("securityContext"), settings.security_context);
   EXPECT_EQ(pod.at("securityContext"), settings.pod_security_context);
   EXPECT_EQ(pod.at("nodeSelector"), settings.node_selector);

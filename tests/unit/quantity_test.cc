@@ -221,5 +221,25 @@ TEST(Quantity, OrdersByByteCountRegardlessOfSuffix) {
   EXPECT_GT(*gi, Quantity::from_bytes(1073741823));
 }
 
+TEST(MilliQuantity, CpuQuantitiesAreWholeMillicores) {
+  const std::pair<const char*, std::int64_t> cases[] = {
+      {"100m", 100},   {"0.5", 500},     {"2", 2000}, {"1.5", 1500}, {"0", 0},
+      {"1k", 1000000}, {"250000u", 250}, {"1e-3", 1}, {"+3", 3000}};
+  for (const auto& [text, millicores] : cases) {
+    const auto parsed = parse_milli_quantity(text);
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error();
+    EXPECT_EQ(*parsed, millicores) << text;
+  }
+  EXPECT_EQ(parse_milli_quantity("0.0001").error(),
+            "quantity \"0.0001\" is finer than 1m (a thousandth)");
+  EXPECT_EQ(parse_milli_quantity("-1").error(), "quantity \"-1\" is negative");
+  EXPECT_EQ(parse_milli_quantity("").error(), "empty quantity");
+  EXPECT_EQ(parse_milli_quantity("1E").error(),
+            "quantity \"1E\" is larger than the largest supported value");
+  EXPECT_FALSE(parse_milli_quantity("two"));
+  // Bytes are unchanged by the shared grammar.
+  EXPECT_EQ(Quantity::parse("100m").error(), "quantity \"100m\" is not a whole number of bytes");
+}
+
 }  // namespace
 }  // namespace stsresize

@@ -115,7 +115,7 @@ TEST(StsresizeBinary, RunHelpExplainsFlagsCredentialsAndExitCodes) {
   EXPECT_EQ(result.status, 0) << result.output;
   for (const char* text :
        {"--leader-elect", "--metrics-bind-address", "--health-probe-bind-address", "--journal",
-        "--max-concurrent-operations", "--log-format",
+        "--max-concurrent-operations", "--log-format", "--copy-job-memory-limit", "baseline",
         "Credentials:", "Exit codes:", "lease was lost"}) {
     EXPECT_NE(result.output.find(text), std::string::npos) << text << "\n" << result.output;
   }
@@ -141,6 +141,18 @@ TEST(StsresizeBinary, RunRefusesBadFlagsBeforeStartingAnything) {
       {"--namespace a/b", "--namespace: \"a/b\" is not a namespace name"},
       {"--leader-elect --leader-elect-namespace ..",
        "--leader-elect-namespace: \"..\" is not a namespace name"},
+      {"--copy-job-cpu-request lots",
+       "--copy-job-cpu-request: quantity \"lots\" does not start with a number (a CPU "
+       "quantity, e.g. 500m or 2, or none)"},
+      {"--copy-job-cpu-limit 0.0001", "--copy-job-cpu-limit: quantity \"0.0001\" is finer"},
+      {"--copy-job-memory-request 1Gb",
+       "--copy-job-memory-request: quantity \"1Gb\" has an unknown suffix"},
+      {"--copy-job-memory-limit=-1Gi", "--copy-job-memory-limit: quantity \"-1Gi\" is negative"},
+      {"--copy-job-memory-request 4Gi",
+       "--copy-job-memory-request: 4Gi is more than the limit 2Gi (--copy-job-memory-limit; "
+       "none for no limit)"},
+      {"--copy-job-cpu-request 2 --copy-job-cpu-limit 500m",
+       "--copy-job-cpu-request: 2 is more than the limit 500m"},
   };
   for (const Case& c : cases) {
     const Process result = run_binary("run --journal '" + journal + "' " + c.arguments);
