@@ -341,7 +341,8 @@ TEST_F(Steps, CopyJobCarriesTheConfiguredImageFlagsAndPlacement) {
   world.settle(5);
   settings.copy_job.image = "registry.local/rsync:7";
   settings.copy_job.rsync_flags = {"-a", "--bwlimit=10m"};
-  settings.copy_job.resources = {{"limits", {{"memory", "128Mi"}}}};
+  settings.copy_job.resources.cpu_request = "50m";
+  settings.copy_job.resources.memory_limit = "128Mi";
   settings.copy_job.security_context = {{"runAsNonRoot", true}};
   settings.copy_job.node_selector = {{"disk", "ssd"}};
   settings.copy_job.tolerations = Json::array({{{"key", "storage"}, {"operator", "Exists"}}});
@@ -354,7 +355,8 @@ TEST_F(Steps, CopyJobCarriesTheConfiguredImageFlagsAndPlacement) {
   const Json& container = pod["containers"][0];
   EXPECT_EQ(container["image"], "registry.local/rsync:7");
   EXPECT_NE(container["command"].dump().find("'--bwlimit=10m'"), std::string::npos);
-  EXPECT_EQ(container["resources"], settings.copy_job.resources);
+  EXPECT_EQ(container["resources"]["requests"]["cpu"], "50m");
+  EXPECT_EQ(container["resources"]["limits"]["memory"], "128Mi");
   EXPECT_EQ(container["securityContext"], settings.copy_job.security_context);
   EXPECT_EQ(pod["nodeSelector"], settings.copy_job.node_selector);
   EXPECT_EQ(pod["tolerations"], settings.copy_job.tolerations);
