@@ -217,6 +217,18 @@ TEST_F(PeopleMidOperation, WithTheJournalLostTooNoOperationStartsOverItsBackups)
   EXPECT_EQ(world.live_sts()["spec"]["replicas"], 0);
 }
 
+TEST_F(PeopleMidOperation, ARequestWrittenDuringAnOperationIsReportedAsQueuedOnce) {
+  wait_in(Phase::BackingUp);
+  world.request(Json{{"data", {{"storage", "3Gi"}}}}.dump());
+  run_to_rest();
+  run_to_rest();
+  const auto status = k8s::annotation(world.live_sts(), kResizeStatusAnnotation);
+  ASSERT_TRUE(status && status->has_value());
+  EXPECT_TRUE((*status)->starts_with("queued: operation ")) << **status;
+  EXPECT_NE((*status)->find("is running (BackingUp)"), std::string::npos) << **status;
+  EXPECT_EQ(world.events.with_reason("ResizeRequestQueued").size(), 1u);
+}
+
 TEST_F(PeopleMidOperation, AStateEditedToCompletedIsRestoredFromTheJournal) {
   wait_in(Phase::BackingUp);
   auto_mode();

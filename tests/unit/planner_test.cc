@@ -161,6 +161,21 @@ TEST(Planner, PlansOnlyClaimsSmallerThanTheirTemplate) {
   EXPECT_EQ(plan.trigger, "data 1Gi -> 2Gi (1 claim)");
 }
 
+// StatefulSet web-db with template "data" and StatefulSet db with template "data-web" both name
+// their first claim data-web-db-0. The one db created carries db's selector labels: it is not
+// web-db's to copy or delete. A claim without those labels (made by hand) is still planned.
+TEST(Planner, SkipsAClaimWhoseLabelsNameAnotherStatefulSetsSelector) {
+  Json sts = statefulset("web-db", 2, {{"data", "2Gi", "standard"}});
+  sts["spec"]["selector"]["matchLabels"] = {{"app", "web-db"}};
+  Json of_db = bound_claim("data-web-db-0", "1Gi");
+  of_db["metadata"]["labels"] = {{"app", "db"}};
+  Json by_hand = bound_claim("data-web-db-1", "1Gi");
+  by_hand["metadata"].erase("labels");
+  EXPECT_EQ(names(plan_of(sts, {of_db, by_hand})), Names{"data-web-db-1"});
+  of_db["metadata"]["labels"] = {{"app", "web-db"}};
+  EXPECT_EQ(names(plan_of(sts, {of_db, by_hand})), (Names{"data-web-db-0", "data-web-db-1"}));
+}
+
 TEST(Planner, ComparesTheRequestNotTheReportedCapacity) {
   // A provisioner may round up: 1Gi requested, 5Gi delivered. The template asks for 2Gi, so the
   // claim's spec (what the StatefulSet wants recorded) is what decides.
