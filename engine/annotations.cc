@@ -1,6 +1,7 @@
 #include "engine/annotations.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "engine/advance_request.h"
 #include "engine/k8s_objects.h"
@@ -81,9 +82,11 @@ Json with_operation(Json statefulset, const Operation& operation) {
   } else {
     annotations.erase(awaiting_key);
   }
+  const std::string original_key{kOriginalReplicasAnnotation};
   if (operation.phase == Phase::Completed) {
     annotations.erase(state_key);
     annotations.erase(phase_key);
+    annotations.erase(original_key);
     annotations[std::string{kLastOperationAnnotation}] = Json{
         {"id", operation.id},
         {"outcome", to_string(operation.phase)},
@@ -93,6 +96,7 @@ Json with_operation(Json statefulset, const Operation& operation) {
   }
   annotations[state_key] = encode_state_annotation(operation);
   annotations[phase_key] = std::string{to_string(operation.phase)};
+  annotations[original_key] = std::to_string(operation.original_replicas);
   if (operation.phase == Phase::Failed) {
     Json& labels = metadata["labels"];
     if (!labels.is_object()) labels = Json::object();
@@ -106,6 +110,21 @@ bool is_marked_failed(const Json& statefulset) {
   if (!labels) return false;
   auto label = labels->find(kFailedLabel);
   return label != labels->end() && *label == "true";
+}
+
+std::expected<std::optional<std::int32_t>, std::string> original_replicas_mark(
+    const Json& statefulset) {
+  auto text = k8s::annotation(statefulset, kOriginalReplicasAnnotation);
+  if (!text) return std::unexpected(text.error());
+  if (!text->has_value()) return std::nullopt;
+  const std::string& value = **text;
+  std::int32_t replicas = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), replicas);
+  if (error != std::errc{} || end != value.data() + value.size() || replicas < 0) {
+    return std::unexpected("annotation " + std::string{kOriginalReplicasAnnotation} + " is \"" +
+                           value + "\", not a replica count");
+  }
+  return replicas;
 }
 
 std::string last_operation_id(const Json& statefulset) {

@@ -3,6 +3,10 @@
 //   stsresize.dev/state           versioned JSON of the Operation (engine/operation_codec.h)
 //   stsresize.dev/phase           phase name for humans (`kubectl get sts -L`); never read back
 //   stsresize.dev/last-operation  short summary left when an operation completed
+//   stsresize.dev/original-replicas  the replica count the operation in flight started from,
+//                                 apart from the state: a state removed by hand (and a journal
+//                                 lost) must not make the next operation start from the 0 this
+//                                 one scaled to
 //   stsresize.dev/resize          an explicit request, written by the user (resize_request.h)
 //   stsresize.dev/resize-status   why stsresize refused that request
 //   stsresize.dev/awaiting-approval  "BackingUp -> Recreating" while a transition waits for
@@ -10,6 +14,7 @@
 //   label stsresize.dev/failed    "true" once an operation failed: never resized again
 //                                 automatically until a person removes it
 // A crashed or rescheduled controller rebuilds every operation from these alone.
+#include <cstdint>
 #include <expected>
 #include <optional>
 #include <string>
@@ -24,6 +29,7 @@ namespace stsresize {
 inline constexpr std::string_view kStateAnnotation = "stsresize.dev/state";
 inline constexpr std::string_view kPhaseAnnotation = "stsresize.dev/phase";
 inline constexpr std::string_view kLastOperationAnnotation = "stsresize.dev/last-operation";
+inline constexpr std::string_view kOriginalReplicasAnnotation = "stsresize.dev/original-replicas";
 inline constexpr std::string_view kFailedLabel = "stsresize.dev/failed";
 
 std::string encode_state_annotation(const Operation& operation);
@@ -39,8 +45,14 @@ std::expected<std::optional<Operation>, std::string> read_operation(const Json& 
 
 // A copy of `statefulset` whose stsresize annotations and label describe `operation`; every
 // other field is kept, including metadata.resourceVersion (the write is optimistic).
-// Completed: state and phase removed, last-operation set. Failed: state kept, label added.
+// Completed: state, phase and original-replicas removed, last-operation set. Failed: state
+// kept, label added.
 Json with_operation(Json statefulset, const Operation& operation);
+
+// The original-replicas annotation: nullopt when absent; an error quoting it when it is not a
+// replica count (a person edited it).
+std::expected<std::optional<std::int32_t>, std::string> original_replicas_mark(
+    const Json& statefulset);
 
 bool is_marked_failed(const Json& statefulset);
 

@@ -166,6 +166,11 @@ class Reconciler::Session final : public StepJournal {
   // no operation starts over them; a Warning and stsresize.dev/resize-status say why and what to
   // do. nullopt: there are none.
   std::optional<ReconcileResult> refuse_over_unfinished_backups();
+  // No state: an original-replicas mark left by an operation whose state was removed. Unreadable:
+  // the request is refused (nothing starts from a guess). Next to a StatefulSet that runs
+  // replicas again, it is out of date and removed, so that a later scale to 0 by a person is
+  // not undone. Otherwise nullopt and begin() takes it.
+  std::optional<ReconcileResult> settle_original_replicas_mark();
   ReconcileResult drive();
   // A stsresize.dev/resize request on the StatefulSet while op_ runs (not the one op_ applies,
   // which UpdatingTemplate removes) starts a new operation only once op_ ends: say so, once, in
@@ -304,6 +309,7 @@ ReconcileResult Reconciler::Session::run() {
     if (auto adopted = adopt_unfinished()) return *adopted;
     if (is_marked_failed(sts_)) return idle();
     if (auto refused = refuse_over_unfinished_backups()) return *refused;
+    if (auto refused = settle_original_replicas_mark()) return *refused;
     if (auto request = resize_request_of(sts_)) return start_requested(*request);
     return start();
   }
@@ -345,7 +351,23 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   auto replicas = k8s::spec_replicas(sts_);
   auto uid = k8s::uid(sts_);
   if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
-  if (retry_replicas_) replicas = *retry_replicas_;
+  if (retry_replicas_) {
+    replicas = *retry_replicas_;
+  } else if (*replicas == 0) {
+    // An operation whose state was removed (and whose journal is gone, or adopt_unfinished
+    // would have continued it) scaled this set to 0: start from what it started from.
+    auto mark = original_replicas_mark(sts_);
+    if (!mark) return std::unexpected(mark.error());
+    if (mark->has_value() && **mark > 0) {
+      replicas = **mark;
+      note(EventSeverity::Warning, "OriginalReplicasRecovered",
+           "this StatefulSet is at 0 replicas and has no state annotation; the new operation "
+           "starts from the " +
+               std::to_string(**mark) + " replicas recorded in " +
+               std::string{kOriginalReplicasAnnotation} +
+               " by an operation whose state was removed, and scales back to them at its end");
+    }
+  }
   // A refusal of an earlier request is out of date once an operation starts.
   if (auto removed = k8s::remove_annotation(sts_, kResizeStatusAnnotation); !removed) {
     return std::unexpected(removed.error());
@@ -609,6 +631,31 @@ std::optional<ReconcileResult> Reconciler::Session::refuse_over_unfinished_backu
           "claims (kubectl -n " +
           ref_.ns + " delete pvc" + arguments + ")",
       "UnfinishedOperation");
+}
+
+std::optional<ReconcileResult> Reconciler::Session::settle_original_replicas_mark() {
+  auto mark = original_replicas_mark(sts_);
+  if (!mark) {
+    return reject_request(mark.error() +
+                              ": stsresize starts no operation from a guess; set it to the "
+                              "replica count the StatefulSet should return to, or remove it",
+                          "InvalidOriginalReplicas");
+  }
+  if (!mark->has_value()) return std::nullopt;
+  auto replicas = k8s::spec_replicas(sts_);
+  if (!replicas) return retry(replicas.error());
+  if (*replicas == 0) return std::nullopt;
+  Json updated = sts_;
+  if (auto removed = k8s::remove_annotation(updated, kOriginalReplicasAnnotation); !removed) {
+    return retry(removed.error());
+  }
+  auto written = r_.kube_.update(Kind::StatefulSet, updated);
+  if (!written) {
+    return retry("removing the out-of-date " + std::string{kOriginalReplicasAnnotation} + ": " +
+                 written.error().message);
+  }
+  sts_ = std::move(*written);
+  return std::nullopt;
 }
 
 std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
