@@ -159,23 +159,41 @@ std::string abort_refusal(const Operation& op, const std::vector<std::string>& s
     case Phase::BackingUp:
       return {};
     case Phase::Recreating: {
-      std::vector<std::string> deleted, backups;
+      std::vector<std::string> deleted, going, backups;
       for (const ClaimPlan& claim : op.claims) {
-        if (!claim.source_deleted &&
-            std::ranges::find(sources_going, claim.claim) == sources_going.end()) {
-          continue;
-        }
-        deleted.push_back(claim.claim);
+        const bool asked = std::ranges::find(sources_going, claim.claim) != sources_going.end();
+        if (!claim.source_deleted && !asked) continue;
+        (claim.source_deleted || !asked ? deleted : going).push_back(claim.claim);
         backups.push_back(naming::backup_claim(claim.claim));
       }
-      if (deleted.empty()) return {};
-      return which + " is in Recreating and has already deleted source claim" +
-             (deleted.size() == 1 ? " " : "s ") + joined(deleted) +
-             ": its data is now only in backup claim" + (backups.size() == 1 ? " " : "s ") +
-             joined(backups) +
-             ", so scaling back is no longer possible and an abort would have to restore "
-             "them, which is what the resize itself does next. Let it finish (if it waits, `" +
-             approve + "`; watch it: " + watch + ")";
+      if (deleted.empty() && going.empty()) return {};
+      auto plural = [](const std::vector<std::string>& names) {
+        return names.size() == 1 ? " " : "s ";
+      };
+      std::string what = which + " is in Recreating and";
+      if (!deleted.empty()) {
+        what += std::string{" has deleted source claim"} + plural(deleted) + joined(deleted);
+      }
+      if (!going.empty()) {
+        what += std::string{deleted.empty() ? "" : " and"} + " is deleting source claim" +
+                plural(going) + joined(going) + " (a claim being deleted cannot be kept)";
+      }
+      // A claim being deleted may still be mounted by a pod that started after the last fence
+      // check (the operation's warning then names it): its newest writes are not in the backup.
+      const std::string held =
+          going.empty()
+              ? ""
+              : "; if a pod still mounts " + joined(going) +
+                    ", what it wrote since the backup is only there and goes with the claim "
+                    "when the pod stops: keep it first, as the operation's warning says "
+                    "(`stsresize status`)";
+      const bool one = backups.size() == 1;
+      return what + (one ? ": its backup " : ": their backups ") + joined(backups) +
+             (one ? " is the copy" : " are the copies") +
+             " the resize restores, so scaling back is no longer possible and an abort would "
+             "have to restore " +
+             (one ? "it" : "them") + ", which is what the resize itself does next" + held +
+             ". Let it finish (if it waits, `" + approve + "`; watch it: " + watch + ")";
     }
     case Phase::Restoring:
     case Phase::ScalingUp:

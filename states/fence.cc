@@ -89,6 +89,62 @@ std::vector<std::string> intact_sources(const Operation& op) {
   return names;
 }
 
+std::expected<std::optional<HeldSource>, StepOutcome> held_source(StepContext& ctx) {
+  std::vector<std::pair<std::string, std::string>> going;  // claim, volume
+  for (const ClaimPlan& claim : ctx.op.claims) {
+    if (claim.source_deleted || !claim.recreated_uid.empty()) continue;
+    auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
+    if (!source) return std::unexpected(source.error());
+    if (!source->has_value() || !being_deleted(**source)) continue;
+    if (k8s::uid(**source).value_or("") != claim.source_uid) continue;
+    going.emplace_back(claim.claim, k8s::volume_name(**source).value_or(""));
+  }
+  if (going.empty()) return std::nullopt;
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
+  for (const Json& pod : pods->items) {
+    if (copy_pod_of(pod, ctx.op)) continue;
+    auto phase = k8s::pod_phase(pod);
+    if (phase && (*phase == "Succeeded" || *phase == "Failed")) continue;
+    auto mounted = k8s::mounted_claims(pod);
+    if (!mounted) return std::unexpected(malformed(mounted.error()));
+    for (const auto& [claim, volume] : going) {
+      if (std::ranges::find(*mounted, claim) != mounted->end()) {
+        return HeldSource{claim, describe_pod(pod), volume};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+StepOutcome report_held_source(StepContext& ctx, const HeldSource& held) {
+  const std::string prefix = "source claim " + held.claim + " is being deleted but " + held.pod;
+  const std::string volume = held.volume.empty() ? "VOLUME" : held.volume;
+  const std::string why =
+      prefix +
+      " mounts it (it started after the fence was last checked): whatever it wrote "
+      "since the backup " +
+      naming::backup_claim(held.claim) + " was taken is only on " + held.claim +
+      ", and goes with it once the pod stops. stsresize scales nothing and deletes nothing while "
+      "the pod runs. To keep those writes, first make the volume outlive the claim (kubectl "
+      "patch pv " +
+      volume +
+      " -p '{\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}') or copy them out of "
+      "the pod; then scale the StatefulSet to 0, and the resize goes on from the backup, "
+      "without them";
+  if (!ctx.op.warning.starts_with(prefix)) {
+    if (auto recorded = ctx.journal.record(events::StepFailed{ctx.op.phase, why, false});
+        !recorded) {
+      return StepOutcome::transient(recorded.error());
+    }
+    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "SourceHeldByPod",
+                      "operation " + ctx.op.id + ": " + why);
+    return StepOutcome::waiting(Duration{0});
+  }
+  return StepOutcome::waiting(ctx.settings.poll_interval,
+                              held.claim + " is being deleted under " + held.pod);
+}
+
 StepOutcome restore_fence(StepContext& ctx, const FenceBreach& breach) {
   const std::string prefix = "the fence was broken in " + std::string{to_string(ctx.op.phase)};
   const std::string why = prefix + " (" + describe(breach) +

@@ -52,6 +52,24 @@ std::vector<std::string> planned_claims(const Operation& op);
 // The planned claims whose source has not been deleted: they still hold the data.
 std::vector<std::string> intact_sources(const Operation& op);
 
+// A planned source claim whose delete was asked (it is being deleted; SourceDeleted not yet
+// recorded) while a pod mounts it. Without the admission fence a pod can start in the moment
+// between the last fence check and the delete; pvc-protection then keeps the claim, and the
+// pod, until the pod stops. What it writes meanwhile is on that claim only (its backup was taken
+// before), and goes with it.
+struct HeldSource {
+  std::string claim;
+  std::string pod;     // "pod web-0 (StatefulSet web)"
+  std::string volume;  // the claim's PersistentVolume ("" while unknown)
+};
+std::expected<std::optional<HeldSource>, StepOutcome> held_source(StepContext& ctx);
+
+// Neither scaling to 0 (the pod would stop and the claim go with its newest writes) nor scaling
+// back (the claim is going) is safe: a non-critical StepFailed kept as the operation's warning
+// and a Warning SourceHeldByPod say what a person can keep and how, and the step waits, changing
+// nothing, until the pod is gone.
+StepOutcome report_held_source(StepContext& ctx, const HeldSource& held);
+
 // After a breach once a source claim is gone: spec.replicas back to 0 (journaled intent, a
 // Warning FenceRestored naming the breach, a non-critical StepFailed kept as the operation's
 // warning), then Waiting until the breach is over. Always an outcome for the step to return.

@@ -147,6 +147,11 @@ StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
 }  // namespace
 
 StepOutcome recreate_step(StepContext& ctx) {
+  // Before the fence: setting it again would stop the pod, and the claim would go with what it
+  // wrote since the backup.
+  auto held = held_source(ctx);
+  if (!held) return held.error();
+  if (*held) return report_held_source(ctx, **held);
   auto breach = fence_breach(ctx, planned_claims(ctx.op));
   if (!breach) return breach.error();
   if (*breach) {

@@ -9,6 +9,7 @@
 #include "adapters/clock/system_clock.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "adapters/kube/http_kubernetes.h"
+#include "engine/annotations.h"
 #include "engine/naming.h"
 #include "engine/resize_request.h"
 
@@ -382,6 +383,21 @@ int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluste
   input.claims = std::move(*claims);
   input.jobs = std::move(*jobs);
   input.events = std::move(*events);
+  // The planned source claims not recorded deleted, as they are now: one may be going already.
+  if (auto op = read_operation(input.statefulset); op && op->has_value()) {
+    input.sources.emplace();
+    for (const ClaimPlan& planned : (*op)->claims) {
+      if (planned.source_deleted) continue;
+      auto source = kube.get(ObjectRef{Kind::PersistentVolumeClaim, ns, planned.claim});
+      if (!source && source.error().code == KubeErrorCode::NotFound) continue;
+      if (!source) {
+        return cluster_error(err, "describe", cluster,
+                             "read persistentvolumeclaim " + ns + "/" + planned.claim,
+                             source.error());
+      }
+      input.sources->push_back(std::move(*source));
+    }
+  }
 
   if (journal != nullptr) {
     auto records = journal->query({.ns = ns, .statefulset = name});

@@ -576,7 +576,27 @@ std::optional<TimePoint> event_time(const Json& event) {
   return std::nullopt;
 }
 
-void describe_operation(std::string& out, const StatusRow& row, TimePoint now) {
+// A source claim not recorded deleted: "kept" only while it is there, the planned object and
+// not being deleted (Recreating asks for the delete before it records it).
+// Without the live claims (nullopt: not read), "kept" as the state says.
+std::string source_text(const ClaimPlan& claim, const std::optional<std::vector<Json>>& sources) {
+  if (claim.source_deleted) return "deleted";
+  if (!sources) return "kept";
+  for (const Json& source : *sources) {
+    if (string_at(source, {"metadata", "name"}) != claim.claim) continue;
+    if (string_at(source, {"metadata", "uid"}) != claim.source_uid) return "replaced";
+    const Json* metadata = source.contains("metadata") ? &source.at("metadata") : nullptr;
+    if (metadata != nullptr && metadata->contains("deletionTimestamp") &&
+        !metadata->at("deletionTimestamp").is_null()) {
+      return "deleting";
+    }
+    return "kept";
+  }
+  return "gone";
+}
+
+void describe_operation(std::string& out, const StatusRow& row,
+                        const std::optional<std::vector<Json>>& sources, TimePoint now) {
   const Operation& op = *row.operation;
   field(out, "Operation", op.id);
   field(out, "Phase",
@@ -640,11 +660,11 @@ void describe_operation(std::string& out, const StatusRow& row, TimePoint now) {
       auto size_class = [](const Quantity& size, const std::string& cls) {
         return size.to_string() + (cls.empty() ? "" : " " + cls);
       };
-      table.push_back(
-          {claim.claim, size_class(claim.from_size, claim.from_class),
-           size_class(claim.to_size, claim.to_class), summary_text(claim.backup_verified),
-           claim.source_deleted ? "deleted" : "kept", claim.recreated_uid.empty() ? "-" : "yes",
-           summary_text(claim.restore_verified), claim.expanded ? "yes" : "-"});
+      table.push_back({claim.claim, size_class(claim.from_size, claim.from_class),
+                       size_class(claim.to_size, claim.to_class),
+                       summary_text(claim.backup_verified), source_text(claim, sources),
+                       claim.recreated_uid.empty() ? "-" : "yes",
+                       summary_text(claim.restore_verified), claim.expanded ? "yes" : "-"});
     }
     out += columns(table, "  ");
   }
@@ -814,7 +834,7 @@ std::string render_describe(const DescribeInput& input, TimePoint now) {
     case StatusKind::InProgress:
     case StatusKind::Failed:
       if (row->operation) {
-        describe_operation(out, *row, now);
+        describe_operation(out, *row, input.sources, now);
       } else {
         field(out, "Message", row->message);
       }

@@ -107,6 +107,10 @@ struct DescribeInput {
   std::vector<Json> claims;  // labelled stsresize.dev/statefulset=<name>
   std::vector<Json> jobs;    // labelled stsresize.dev/statefulset=<name>
   std::vector<Json> events;  // Events whose involvedObject is the StatefulSet
+  // The planned source claims the operation has not recorded deleted, as read (absent ones
+  // left out): SOURCE says "kept" only of one that is there, the same object and not going
+  // ("deleting", "replaced", "gone" otherwise). nullopt: not read, SOURCE as the state says.
+  std::optional<std::vector<Json>> sources;
   // With --journal: the journal's name and the records of this StatefulSet's operations.
   std::optional<std::string> journal;
   std::vector<JournalRecord> journal_records;

@@ -250,7 +250,7 @@ TEST_F(Abort, AfterASourceDeleteItIsRefusedAndTheResizeFinishes) {
   ASSERT_TRUE(live_operation().sources_intact());
   CliResult refused = abort();
   EXPECT_EQ(refused.code, cli::kExitRefused);
-  EXPECT_NE(refused.err.find("already deleted source claim " + deleted), std::string::npos)
+  EXPECT_NE(refused.err.find("is deleting source claim " + deleted), std::string::npos)
       << refused.err;
   // Written anyway (by hand, or by a CLI that read the claims a moment earlier): the engine
   // refuses it too, says so, removes it and goes on.
@@ -272,7 +272,7 @@ TEST_F(Abort, AfterASourceDeleteItIsRefusedAndTheResizeFinishes) {
   refused = abort();
   EXPECT_EQ(refused.code, cli::kExitRefused);
   EXPECT_EQ(world.kube.mutations(), mutations);
-  EXPECT_NE(refused.err.find("already deleted source claim " + deleted), std::string::npos)
+  EXPECT_NE(refused.err.find("has deleted source claim " + deleted), std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find(naming::backup_claim(deleted)), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("Let it finish"), std::string::npos) << refused.err;
@@ -283,7 +283,7 @@ TEST_F(Abort, AfterASourceDeleteItIsRefusedAndTheResizeFinishes) {
   const auto warnings = world.events.with_reason("AdvanceRefused");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].message.find("by bob refused"), std::string::npos) << warnings[0].message;
-  EXPECT_NE(warnings[0].message.find("already deleted source claim"), std::string::npos);
+  EXPECT_NE(warnings[0].message.find("is deleting source claim"), std::string::npos);
   const auto aborts = operator_actions("abort");
   ASSERT_EQ(aborts.size(), 1u);
   EXPECT_FALSE(aborts[0].refused.empty());

@@ -5,6 +5,7 @@
 // data is outside the claims, and the replicas end where they started.
 #include <gtest/gtest.h>
 
+#include "adapters/fake/fake_kubernetes.h"
 #include "engine/advance_request.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -215,6 +216,129 @@ TEST_F(PeopleMidOperation, WithTheJournalLostTooNoOperationStartsOverItsBackups)
   ASSERT_TRUE(streams);
   EXPECT_TRUE(streams->empty());
   EXPECT_EQ(world.live_sts()["spec"]["replicas"], 0);
+}
+
+// No backup yet, so nothing says an operation was under way but the set's own marks: the one
+// stsresize keeps apart from the state gives the replica count back.
+TEST_F(PeopleMidOperation,
+       TheStateRemovedInScalingDownWithTheJournalLostEndsAtTheOriginalReplicas) {
+  wait_in(Phase::ScalingDown);
+  ASSERT_EQ(world.live_sts()["spec"]["replicas"], 0);
+  auto_mode();
+  remove_state();
+  MemoryJournal empty;
+  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
+  const auto recovered = world.events.with_reason("OriginalReplicasRecovered");
+  ASSERT_EQ(recovered.size(), 1u);
+  EXPECT_NE(recovered[0].message.find("starts from the " + std::to_string(kReplicas) + " replicas"),
+            std::string::npos)
+      << recovered[0].message;
+  engine.reset();
+}
+
+TEST_F(PeopleMidOperation, AnUnreadableOriginalReplicasMarkIsRefusedAndChangesNothing) {
+  wait_in(Phase::ScalingDown);
+  auto_mode();
+  remove_state();
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kOriginalReplicasAnnotation}] = "three";
+  });
+  MemoryJournal empty;
+  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  const int before = world.kube.mutations();
+  const ReconcileResult result = engine->reconcile(kNs, kSts);
+  ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
+  EXPECT_EQ(world.kube.mutations(), before + 1);  // the resize-status annotation, nothing else
+  EXPECT_EQ(k8s::annotation(world.live_sts(), kResizeStatusAnnotation)->value_or(""),
+            "rejected: annotation stsresize.dev/original-replicas is \"three\", not a replica "
+            "count: stsresize starts no operation from a guess; set it to the replica count the "
+            "StatefulSet should return to, or remove it");
+  EXPECT_TRUE(world.events.contains("InvalidOriginalReplicas"));
+  EXPECT_TRUE(empty.operations()->empty());
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], 0);
+  engine.reset();
+}
+
+// A person who scaled the set up again took it back: a later scale to 0 of theirs is not undone.
+TEST_F(PeopleMidOperation, AnOriginalReplicasMarkIsDroppedOnceTheSetRunsAgain) {
+  wait_in(Phase::ScalingDown);
+  auto_mode();
+  remove_state();
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    for (Json& tmpl : live["spec"]["volumeClaimTemplates"]) {
+      tmpl["spec"]["resources"]["requests"]["storage"] = "1Gi";  // the change taken back too
+    }
+  });
+  scale_to(kReplicas);
+  MemoryJournal empty;
+  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
+  EXPECT_TRUE(empty.operations()->empty());
+  engine.reset();
+}
+
+// Without the admission fence a pod can start between the last fence check and a source delete:
+// pvc-protection then keeps the claim, Terminating, under the pod. Setting the fence again would
+// stop the pod and the claim would go with its newest writes: the engine changes nothing, says
+// what can be kept and how, and goes on once a person has stopped the pod.
+TEST_F(PeopleMidOperation, ASourceBeingDeletedUnderAPodIsReportedAndNothingIsScaled) {
+  wait_in(Phase::BackingUp);
+  auto_mode();
+  std::string deleted;
+  world.kube.on_mutation([&](const Mutation& m) {
+    if (m.actor == Actor::Client && m.verb == Verb::Remove &&
+        m.ref.kind == Kind::PersistentVolumeClaim && deleted.empty()) {
+      deleted = m.ref.name;
+    }
+  });
+  ASSERT_TRUE(approve_waiting(world, "alice", "approve-recreate"));
+  for (int i = 0; i < 50 && deleted.empty(); ++i) engine->reconcile(kNs, kSts);
+  ASSERT_FALSE(deleted.empty());
+  // The pod that started in that moment, before pvc-protection could let the claim go.
+  ASSERT_TRUE(world.kube.system().create(
+      Kind::Pod,
+      Json{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", {{"name", "debug"}, {"namespace", kNs}}},
+           {"spec",
+            {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
+             {"volumes", Json::array({{{"name", "data"},
+                                       {"persistentVolumeClaim", {{"claimName", deleted}}}}})}}}}));
+  world.settle(3);
+  const ObjectRef claim = world.claim(deleted);
+  const int before = world.kube.mutations();
+  for (int i = 0; i < 20; ++i) {
+    engine->reconcile(kNs, kSts);
+    world.settle(1);
+  }
+  const auto held = world.kube.get_raw(claim);
+  ASSERT_TRUE(held) << deleted << " is gone: pvc-protection did not hold it";
+  EXPECT_TRUE((*held)["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], 0);  // nothing scaled either way
+  const Operation op = *live_operation();
+  EXPECT_EQ(op.phase, Phase::Recreating);
+  EXPECT_TRUE(op.sources_intact());  // the delete is asked for, not done
+  EXPECT_TRUE(op.warning.starts_with("source claim " + deleted +
+                                     " is being deleted but pod debug (no owner) mounts it"))
+      << op.warning;
+  EXPECT_NE(op.warning.find("persistentVolumeReclaimPolicy"), std::string::npos) << op.warning;
+  EXPECT_EQ(world.events.with_reason("SourceHeldByPod").size(), 1u);
+  // No other source was touched meanwhile: the writes of the journal and the annotation only.
+  for (const std::string& name : world.claim_names()) {
+    if (name == deleted) continue;
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_FALSE((*pvc)["metadata"].contains("deletionTimestamp")) << name;
+  }
+  EXPECT_LE(world.kube.mutations(), before + 2);
+  // The person stops the pod (after keeping what it wrote): the resize goes on from the backup.
+  ASSERT_TRUE(world.kube.system().remove(ObjectRef{Kind::Pod, kNs, "debug"}, {}));
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
 }
 
 TEST_F(PeopleMidOperation, ARequestWrittenDuringAnOperationIsReportedAsQueuedOnce) {

@@ -156,8 +156,8 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
     }
   }
   const std::string deleted = abort_refusal(copy_operation(Phase::Recreating, 1));
-  EXPECT_NE(deleted.find("already deleted source claim data-web-0: its data is now only in "
-                         "backup claim data-web-0-stsresize-bak"),
+  EXPECT_NE(deleted.find("has deleted source claim data-web-0: its backup "
+                         "data-web-0-stsresize-bak is the copy the resize restores"),
             std::string::npos)
       << deleted;
   EXPECT_NE(deleted.find("Let it finish"), std::string::npos) << deleted;

@@ -260,6 +260,38 @@ TEST(StatusView, Describe_InProgressShowsClaimsJobsBackupsAndEvents) {
   expect_matches_golden("describe_backing_up.txt", render_describe(input, kStatusNow));
 }
 
+// Recreating asks for a source delete before it records it, and pvc-protection keeps a claim
+// a pod mounts: SOURCE says what the cluster shows, not what the state recorded.
+TEST(StatusView, Describe_SourceSaysKeptOnlyOfAClaimThatIsThereAndNotGoing) {
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::Recreating, 27s);
+  auto claim_row = [&](const std::string& claim) {
+    const std::string text = render_describe(input, kStatusNow);
+    const auto at = text.find("\n  " + claim + " ");
+    if (at == std::string::npos) return std::string{"(no row) "} + text;
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  auto source = [](const std::string& uid, bool deleting) {
+    Json claim = {{"metadata", {{"name", "data-web-2"}, {"namespace", "shop"}, {"uid", uid}}}};
+    if (deleting) claim["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+    return claim;
+  };
+  // Not read (the sources unknown): as the state says.
+  EXPECT_NE(claim_row("data-web-2").find(" kept "), std::string::npos) << claim_row("data-web-2");
+  input.sources = std::vector<Json>{source("uid-data-web-2", false)};
+  EXPECT_NE(claim_row("data-web-2").find(" kept "), std::string::npos) << claim_row("data-web-2");
+  input.sources = std::vector<Json>{source("uid-data-web-2", true)};
+  EXPECT_NE(claim_row("data-web-2").find(" deleting "), std::string::npos)
+      << claim_row("data-web-2");
+  input.sources = std::vector<Json>{source("uid-someone-elses", false)};
+  EXPECT_NE(claim_row("data-web-2").find(" replaced "), std::string::npos)
+      << claim_row("data-web-2");
+  input.sources = std::vector<Json>{};
+  EXPECT_NE(claim_row("data-web-2").find(" gone "), std::string::npos) << claim_row("data-web-2");
+  EXPECT_NE(claim_row("data-web-0").find(" deleted "), std::string::npos)
+      << claim_row("data-web-0");
+}
+
 TEST(StatusView, Describe_FailedInRestoringSaysWhereTheDataIsAndHowToResume) {
   DescribeInput input;
   input.statefulset = statefulset_in("web", Phase::Failed, 5min);
