@@ -7,6 +7,7 @@
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/operation_codec.h"
+#include "engine/text.h"
 #include "engine/timestamp.h"
 
 namespace stsresize {
@@ -121,8 +122,8 @@ std::expected<std::optional<std::int32_t>, std::string> original_replicas_mark(
   std::int32_t replicas = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), replicas);
   if (error != std::errc{} || end != value.data() + value.size() || replicas < 0) {
-    return std::unexpected("annotation " + std::string{kOriginalReplicasAnnotation} + " is \"" +
-                           value + "\", not a replica count");
+    return std::unexpected("annotation " + std::string{kOriginalReplicasAnnotation} + " is " +
+                           quote(value) + ", not a replica count");
   }
   return replicas;
 }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "engine/text.h"
+
 namespace stsresize {
 namespace {
 
@@ -23,11 +25,8 @@ bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-std::string quoted(std::string_view text) {
-  std::string out = "quantity \"";
-  out += text;
-  out += '"';
-  return out;
+std::string quantity_quoted(std::string_view text) {
+  return "quantity " + stsresize::quote(text);
 }
 
 struct Suffix {
@@ -120,8 +119,12 @@ Unit thousandths_unit() {
 std::expected<std::int64_t, std::string> to_whole(Decomposed d, std::string_view text,
                                                   const Unit& unit) {
   if (d.digits.empty()) return 0;
-  const auto too_large = [&] { return std::unexpected(quoted(text) + " " + unit.too_large); };
-  const auto fraction = [&] { return std::unexpected(quoted(text) + " " + unit.fraction); };
+  const auto too_large = [&] {
+    return std::unexpected(quantity_quoted(text) + " " + unit.too_large);
+  };
+  const auto fraction = [&] {
+    return std::unexpected(quantity_quoted(text) + " " + unit.fraction);
+  };
 
   if (d.decimal_exponent >= 0) {
     // digits ≥ 10^(size-1), so the value is at least 10^(size-1+exponent); int64 < 10^19.
@@ -179,7 +182,7 @@ std::expected<Decomposed, std::string> decompose(std::string_view text) {
   }
   // The grammar allows "1." and ".5" but not a number without any digit ("", ".", "+").
   if (whole.empty() && fraction.empty()) {
-    return std::unexpected(quoted(text) + " does not start with a number");
+    return std::unexpected(quantity_quoted(text) + " does not start with a number");
   }
   const std::string_view suffix = rest.substr(pos);
 
@@ -195,11 +198,11 @@ std::expected<Decomposed, std::string> decompose(std::string_view text) {
     d.binary_exponent = found->binary_exponent;
   } else if (suffix.size() > 1 && (suffix.front() == 'e' || suffix.front() == 'E')) {
     const auto parsed = parse_exponent(suffix.substr(1));
-    if (!parsed) return std::unexpected(quoted(text) + " has a malformed exponent");
+    if (!parsed) return std::unexpected(quantity_quoted(text) + " has a malformed exponent");
     exponent = *parsed;
   } else if (!suffix.empty()) {
-    return std::unexpected(quoted(text) + " has an unknown suffix \"" + std::string{suffix} +
-                           "\" (expected Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or e<exponent>)");
+    return std::unexpected(quantity_quoted(text) + " has an unknown suffix " + quote(suffix) +
+                           " (expected Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or e<exponent>)");
   }
 
   d.digits.assign(whole);
@@ -217,7 +220,7 @@ std::expected<Decomposed, std::string> decompose(std::string_view text) {
   }
 
   if (negative && !d.digits.empty()) {
-    return std::unexpected(quoted(text) + " is negative");
+    return std::unexpected(quantity_quoted(text) + " is negative");
   }
   return d;
 }

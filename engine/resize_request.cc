@@ -7,14 +7,11 @@
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/planner.h"
+#include "engine/text.h"
 
 namespace stsresize {
 
 namespace {
-
-std::string in_quotes(std::string_view text) {
-  return "\"" + std::string{text} + "\"";
-}
 
 std::string template_names(const std::vector<k8s::ClaimTemplate>& templates) {
   std::string out;
@@ -53,7 +50,7 @@ std::expected<std::vector<TemplateChange>, std::string> parse_resize_request(
   }
   std::vector<TemplateChange> changes;
   for (const auto& [name, fields] : document.items()) {
-    const std::string at = "template " + in_quotes(name);
+    const std::string at = "template " + quote(name);
     if (!fields.is_object() || fields.empty()) {
       return std::unexpected(at + ": expected an object with \"storage\" and/or " +
                              "\"storageClassName\"");
@@ -62,11 +59,11 @@ std::expected<std::vector<TemplateChange>, std::string> parse_resize_request(
     change.template_name = name;
     for (const auto& [key, value] : fields.items()) {
       if (key != "storage" && key != "storageClassName") {
-        return std::unexpected(at + ": unknown field " + in_quotes(key) +
+        return std::unexpected(at + ": unknown field " + quote(key) +
                                " (only \"storage\" and \"storageClassName\")");
       }
       if (!value.is_string() || value.get<std::string>().empty()) {
-        return std::unexpected(at + ": " + in_quotes(key) + " must be a non-empty string");
+        return std::unexpected(at + ": " + quote(key) + " must be a non-empty string");
       }
       const std::string text_value = value.get<std::string>();
       if (key == "storage") {
@@ -96,7 +93,7 @@ std::expected<Json, std::string> with_template_changes(Json statefulset,
     }
     if (!found) {
       return std::unexpected(k8s::describe(statefulset) + " has no volumeClaimTemplate " +
-                             in_quotes(change.template_name) +
+                             quote(change.template_name) +
                              " (it has: " + template_names(*templates) + ")");
     }
     if (change.storage) {
@@ -124,12 +121,12 @@ std::expected<ValidatedRequest, std::string> validate(const Json& statefulset,
   for (const TemplateChange& change : *changes) {
     auto found = by_name.find(change.template_name);
     if (found == by_name.end()) {
-      return std::unexpected("volumeClaimTemplate " + in_quotes(change.template_name) +
+      return std::unexpected("volumeClaimTemplate " + quote(change.template_name) +
                              " does not exist (templates: " + template_names(*templates) + ")");
     }
     const k8s::ClaimTemplate& tmpl = *found->second;
     if (change.storage && tmpl.storage && *change.storage < *tmpl.storage) {
-      return std::unexpected("template " + in_quotes(tmpl.name) + " asks for " +
+      return std::unexpected("template " + quote(tmpl.name) + " asks for " +
                              tmpl.storage->to_string() + "; " + change.storage->to_string() +
                              " would shrink it: shrinking is not supported yet");
     }
@@ -138,8 +135,8 @@ std::expected<ValidatedRequest, std::string> validate(const Json& statefulset,
           auto name = k8s::name(storage_class);
           return name && *name == change.storage_class;
         })) {
-      return std::unexpected("template " + in_quotes(tmpl.name) + ": StorageClass " +
-                             in_quotes(change.storage_class) + " does not exist");
+      return std::unexpected("template " + quote(tmpl.name) + ": StorageClass " +
+                             quote(change.storage_class) + " does not exist");
     }
     const bool new_size = change.storage && change.storage != tmpl.storage;
     const bool new_class =

@@ -10,6 +10,7 @@
 #include "engine/naming.h"
 #include "engine/planner.h"
 #include "engine/resize_request.h"
+#include "engine/text.h"
 #include "engine/timestamp.h"
 #include "states/machine.h"
 #include "states/step.h"
@@ -46,17 +47,10 @@ ReconcileResult terminal(std::string message) {
   return {ReconcileResult::Kind::Terminal, Duration{0}, std::move(message)};
 }
 
-// A status annotation quotes what it refuses, which can be as large as the request itself; the
-// API server refuses annotations over 256 KiB in all, so the status keeps a bounded prefix.
-std::string bounded_status(std::string text) {
-  constexpr std::size_t kLimit = 1024;
-  if (text.size() <= kLimit) return text;
-  text.resize(kLimit);
-  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) {
-    text.pop_back();  // never cut a UTF-8 sequence in two
-  }
-  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
-  return text + "... (cut; the Event has it whole)";
+// A status annotation holds a refusal, which quotes what it refuses (bounded by quote(), but
+// a refusal may name many things); the API server refuses annotations over 256 KiB in all.
+std::string bounded_status(const std::string& text) {
+  return bounded(text, 1024, "... (cut)");
 }
 
 std::string state_annotation_of(const Json& statefulset) {
@@ -945,9 +939,10 @@ std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::strin
 std::expected<void, std::string> Reconciler::Session::report_queued_request() {
   if (sts_.is_null() || is_terminal(op_.phase) || op_.phase == Phase::UpdatingTemplate) return {};
   if (!resize_request_of(sts_)) return {};
-  const std::string status = "queued: operation " + op_.id + " is running (" +
-                             std::string{to_string(op_.phase)} +
-                             "); this request is validated and started when it ends";
+  // Without the phase: the status is written (and the Event given) once per operation, not
+  // again at each of its phase changes.
+  const std::string status = "queued: operation " + op_.id +
+                             " is running; this request is validated and started when it ends";
   auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
   if (current && current->has_value() && **current == status) return {};
   Json updated = sts_;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "adapters/clock/rfc3339.h"
+#include "engine/text.h"
 
 namespace stsresize {
 namespace {
@@ -18,8 +19,9 @@ std::string hex(std::uint64_t value) {
   return buffer;
 }
 
+// Never in the middle of a UTF-8 sequence: the request body would not serialize.
 std::string truncated(std::string_view text, std::size_t max) {
-  return std::string{text.substr(0, std::min(text.size(), max))};
+  return std::string{utf8_prefix(text, max)};
 }
 
 }  // namespace

@@ -349,7 +349,14 @@ TEST_F(PeopleMidOperation, ARequestWrittenDuringAnOperationIsReportedAsQueuedOnc
   const auto status = k8s::annotation(world.live_sts(), kResizeStatusAnnotation);
   ASSERT_TRUE(status && status->has_value());
   EXPECT_TRUE((*status)->starts_with("queued: operation ")) << **status;
-  EXPECT_NE((*status)->find("is running (BackingUp)"), std::string::npos) << **status;
+  EXPECT_NE((*status)->find("is running; this request is validated and started when it ends"),
+            std::string::npos)
+      << **status;
+  EXPECT_EQ(world.events.with_reason("ResizeRequestQueued").size(), 1u);
+  // Across the operation's phase changes too: once per operation.
+  ASSERT_TRUE(approve_waiting(world, "alice", "approve-queued"));
+  run_to_rest();
+  EXPECT_NE(awaiting(world)->from, Phase::BackingUp);
   EXPECT_EQ(world.events.with_reason("ResizeRequestQueued").size(), 1u);
 }
 
