@@ -211,8 +211,12 @@ bool Informer::list_and_replace(std::stop_token stop) {
     ++stats_.lists;
     resource_version_ = list_version;
   }
-  reset_backoff();
-  succeeded();
+  // A list that works does not make a refused watch work (RBAC can grant list without watch):
+  // that cause stays open, and its back-off grows, until a watch proves itself.
+  if (!watch_failing_) {
+    reset_backoff();
+    succeeded();
+  }
   for (const auto& [key, object] : previous) {
     if (!fresh.contains(key)) notify(WatchEventType::Deleted, object);
   }
@@ -250,7 +254,10 @@ Informer::WatchEnd Informer::watch_once(std::stop_token stop, bool restart) {
   const auto result =
       kube_.watch(options_.kind, options_.ns, request, stop, [&](const WatchEvent& event) {
         if (stop.stop_requested()) return false;
-        if (delivered == 0) succeeded();
+        if (delivered == 0) {
+          watch_failing_ = false;
+          succeeded();
+        }
         apply(event.type, event.object);
         ++delivered;
         return !stop.stop_requested();
@@ -262,11 +269,13 @@ Informer::WatchEnd Informer::watch_once(std::stop_token stop, bool restart) {
     } else if (std::chrono::steady_clock::now() - started < kShortestHealthyWatch) {
       if (!back_off(stop)) return WatchEnd::Stopped;
     } else {
+      watch_failing_ = false;
       succeeded();  // it lasted until the server ended it: quiet, not failing
     }
     return WatchEnd::Resume;
   }
   count_error("watch", result.error());
+  watch_failing_ = result.error().code != KubeErrorCode::Gone;
   switch (result.error().code) {
     case KubeErrorCode::Gone: {
       std::lock_guard lock(mutex_);

@@ -165,6 +165,9 @@ class Informer {
   std::minstd_rand random_;  // watch timeouts and backoff jitter
   bool stopped_ = false;
   bool failing_ = false;  // informer thread only: a call failed since the last success
+  // Informer thread only: the last watch was refused (not merely expired) and none has worked
+  // since; a list that works then does not end the failure.
+  bool watch_failing_ = false;
   std::jthread thread_;
 };
 

@@ -342,6 +342,47 @@ TEST_F(InformerTest, FailedCallsAndTheFirstSuccessAfterThemAreTold) {
   EXPECT_EQ(count(), std::pair(std::size_t{4}, 2));
 }
 
+// RBAC can grant list without watch: each relist works, each watch is refused. That is one
+// failure until a watch works, not a recovery after every list (which would also reset the
+// back-off and retry as fast as the server answers).
+TEST_F(InformerTest, AWatchRefusedWhileListsWorkIsNotRecoveredByTheLists) {
+  std::mutex mutex;
+  int errors = 0;
+  int recovered = 0;
+  InformerOptions opts = options();
+  opts.on_error = [&](const InformerError& error) {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(error.verb, "watch");
+    ++errors;
+  };
+  opts.on_recovered = [&](Kind) {
+    std::lock_guard lock(mutex);
+    ++recovered;
+  };
+  const auto count = [&] {
+    std::lock_guard lock(mutex);
+    return std::pair{errors, recovered};
+  };
+  kube.inject({.verb = Verb::Watch,
+               .times = 4,
+               .error = KubeError{KubeErrorCode::Forbidden, "rbac", Duration{0}}});
+  Informer informer(kube, opts);
+  EventLog log;
+  informer.add_handler(log.handler());
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(seconds{10}));
+  for (int i = 0; i < 2000 && count().first < 4; ++i) std::this_thread::sleep_for(milliseconds{2});
+  EXPECT_GE(informer.stats().lists, 4u);  // a relist after each refused watch, each one working
+  EXPECT_EQ(count(), std::pair(4, 0));
+  // The fifth watch is granted: a write made once it runs reaches the informer through it.
+  for (int i = 0; i < 2000 && kube.calls(Verb::Watch) < 5; ++i) {
+    std::this_thread::sleep_for(milliseconds{2});
+  }
+  wait_for_watch(informer, log, "granted");
+  informer.stop();
+  EXPECT_EQ(count(), std::pair(4, 1));
+}
+
 TEST_F(InformerTest, StopReturnsPromptlyFromAWatch) {
   Informer informer(kube, options());  // 30 s watches
   EventLog log;
