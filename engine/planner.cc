@@ -80,11 +80,16 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
       // name and template combine to the same claim name (web-db/data vs db/data-web).
       auto claim_labels = k8s::labels(pvc);
       if (!claim_labels) return std::unexpected(claim_labels.error());
-      const bool foreign = std::ranges::any_of(*selector, [&](const auto& entry) {
+      const auto foreign = std::ranges::find_if(*selector, [&](const auto& entry) {
         auto label = claim_labels->find(entry.first);
         return label != claim_labels->end() && label->second != entry.second;
       });
-      if (foreign) continue;
+      if (foreign != selector->end()) {
+        plan.left_alone.push_back(claim_name + " (label " + foreign->first + "=" +
+                                  claim_labels->at(foreign->first) + "; the selector says " +
+                                  foreign->first + "=" + foreign->second + ")");
+        continue;
+      }
       auto requested = k8s::requested_storage(pvc);
       if (!requested) return std::unexpected(requested.error());
       if (*requested == *tmpl.storage) continue;

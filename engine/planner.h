@@ -16,6 +16,9 @@ struct ResizePlan {
   Path path = Path::Undecided;
   std::vector<ClaimPlan> claims;
   std::string trigger;  // for people: "data 1Gi -> 2Gi (3 claims)"
+  // Claims of this set's names left out because their labels name another StatefulSet, each
+  // with why: "data-web-db-0 (label app=web-db; the selector says app=db)".
+  std::vector<std::string> left_alone;
 };
 
 // For each volumeClaimTemplate and each existing claim "<template>-<sts>-<ordinal>" (ordinals

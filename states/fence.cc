@@ -28,6 +28,50 @@ bool copy_pod_of(const Json& pod, const Operation& op) {
   return label && label->has_value() && **label == naming::label_value(op.id);
 }
 
+// The StatefulSet's own pod: owned by a StatefulSet of its name (not by uid: an explicit
+// request re-creates the object), or orphaned meanwhile (no owner) and named <sts>-<ordinal>.
+bool pod_of(const Json& pod, const Operation& op) {
+  auto owners = k8s::owner_references(pod);
+  if (!owners) return false;
+  if (!owners->empty()) {
+    return std::ranges::any_of(*owners, [&](const k8s::OwnerReference& owner) {
+      return owner.kind == "StatefulSet" && owner.name == op.statefulset;
+    });
+  }
+  const std::string name = k8s::name(pod).value_or("");
+  const std::string prefix = op.statefulset + "-";
+  return name.size() > prefix.size() && name.starts_with(prefix) &&
+         std::ranges::all_of(name.substr(prefix.size()),
+                             [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "pod db-0 (StatefulSet db) mounts data-web-db-0" of the first pod that may write to one of
+// `claims`: not one of the operation's copy pods, not ended, and (unless `own_pods_too`) not
+// one of the StatefulSet's own.
+std::expected<std::optional<std::string>, StepOutcome> first_mount(
+    StepContext& ctx, const std::vector<std::string>& claims, bool own_pods_too) {
+  if (claims.empty()) return std::nullopt;
+  // Every pod of the namespace: a pod of another owner can mount a claim whose name collides
+  // with this StatefulSet's, and a pod started by hand needs no owner at all.
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
+  const std::set<std::string, std::less<>> wanted(claims.begin(), claims.end());
+  for (const Json& pod : pods->items) {
+    if (copy_pod_of(pod, ctx.op)) continue;
+    if (!own_pods_too && pod_of(pod, ctx.op)) continue;
+    // A pod that has ended writes nothing more (pvc-protection still counts it, which is why
+    // the backup Job goes before its source).
+    auto phase = k8s::pod_phase(pod);
+    if (phase && (*phase == "Succeeded" || *phase == "Failed")) continue;
+    auto mounted = k8s::mounted_claims(pod);
+    if (!mounted) return std::unexpected(malformed(mounted.error()));
+    for (const std::string& claim : *mounted) {
+      if (wanted.contains(claim)) return describe_pod(pod) + " mounts " + claim;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string describe(const FenceBreach& breach) {
@@ -48,27 +92,15 @@ std::expected<std::optional<FenceBreach>, StepOutcome> fence_breach(
     return FenceBreach{FenceBreach::Kind::Replicas,
                        "the StatefulSet still runs " + std::to_string(status->replicas) + " pods"};
   }
-  if (claims.empty()) return std::nullopt;
-  // Every pod of the namespace: a pod of another owner can mount a claim whose name collides
-  // with this StatefulSet's, and a pod started by hand needs no owner at all.
-  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
-  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
-  const std::set<std::string, std::less<>> fenced(claims.begin(), claims.end());
-  for (const Json& pod : pods->items) {
-    if (copy_pod_of(pod, ctx.op)) continue;
-    // A pod that has ended writes nothing more (pvc-protection still counts it, which is why
-    // the backup Job goes before its source).
-    auto phase = k8s::pod_phase(pod);
-    if (phase && (*phase == "Succeeded" || *phase == "Failed")) continue;
-    auto mounted = k8s::mounted_claims(pod);
-    if (!mounted) return std::unexpected(malformed(mounted.error()));
-    for (const std::string& claim : *mounted) {
-      if (fenced.contains(claim)) {
-        return FenceBreach{FenceBreach::Kind::Mounted, describe_pod(pod) + " mounts " + claim};
-      }
-    }
-  }
-  return std::nullopt;
+  auto mounted = first_mount(ctx, claims, /*own_pods_too=*/true);
+  if (!mounted) return std::unexpected(mounted.error());
+  if (!mounted->has_value()) return std::nullopt;
+  return FenceBreach{FenceBreach::Kind::Mounted, **mounted};
+}
+
+std::expected<std::optional<std::string>, StepOutcome> mounted_by_another_owner(
+    StepContext& ctx, const std::vector<std::string>& claims) {
+  return first_mount(ctx, claims, /*own_pods_too=*/false);
 }
 
 std::int64_t fence_generation(const StepContext& ctx) {

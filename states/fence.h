@@ -44,6 +44,12 @@ std::string describe(const FenceBreach& breach);
 std::expected<std::optional<FenceBreach>, StepOutcome> fence_breach(
     StepContext& ctx, const std::vector<std::string>& claims);
 
+// "pod web-db-0 (StatefulSet web-db) mounts data-web-db-0" when a pod that is not the
+// StatefulSet's own (nor a copy pod of the operation, nor ended) mounts one of `claims`: another
+// owner uses a claim of this set's name, and no resize of it can be safe. nullopt otherwise.
+std::expected<std::optional<std::string>, StepOutcome> mounted_by_another_owner(
+    StepContext& ctx, const std::vector<std::string>& claims);
+
 // The StatefulSet's metadata.generation as read by this step.
 std::int64_t fence_generation(const StepContext& ctx);
 

@@ -1,6 +1,7 @@
 // Planning: decide which claims to resize and how; the plan is recorded once and never
 // recomputed, so a resumed operation keeps the claims (and their uids) it started with.
 #include "engine/planner.h"
+#include "states/fence.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -23,6 +24,29 @@ StepOutcome plan_step(StepContext& ctx) {
   if (auto recorded = ctx.journal.record(events::Planned{(*plan)->path, (*plan)->claims});
       !recorded) {
     return StepOutcome::transient(recorded.error());
+  }
+  // Checked before anything is stopped: the fence would find it only after ScalingDown.
+  std::vector<std::string> planned;
+  for (const ClaimPlan& claim : (*plan)->claims) planned.push_back(claim.claim);
+  auto foreign = mounted_by_another_owner(ctx, planned);
+  if (!foreign) return foreign.error();
+  if (foreign->has_value()) {
+    return StepOutcome::critical(**foreign +
+                                 ", a claim this StatefulSet's name and template give too: "
+                                 "stsresize does not resize a claim another owner's pod uses "
+                                 "(if the claim is the other's, give it that StatefulSet's "
+                                 "selector labels and stsresize leaves it alone; if it is this "
+                                 "StatefulSet's, stop that pod first)");
+  }
+  if (!(*plan)->left_alone.empty()) {
+    std::string names;
+    for (const std::string& claim : (*plan)->left_alone)
+      names += (names.empty() ? "" : ", ") + claim;
+    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "ClaimsLeftAlone",
+                      "operation " + ctx.op.id + " leaves alone " + names +
+                          ": the claim's labels say it belongs to another StatefulSet whose name "
+                          "and volumeClaimTemplate give the same claim name; the pod of this "
+                          "StatefulSet with that ordinal runs on it and is not resized");
   }
   if (!classes->has_value()) {
     ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Normal, kStorageClassesUnreadable,

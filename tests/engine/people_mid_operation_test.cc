@@ -341,6 +341,35 @@ TEST_F(PeopleMidOperation, ASourceBeingDeletedUnderAPodIsReportedAndNothingIsSca
   expect_completed_with_data();
 }
 
+// A claim of this set's name that another owner's pod uses (a name collision, or a pod made by
+// hand) is refused in Planning, before anything is stopped.
+TEST_F(PeopleMidOperation, AClaimAnotherOwnersPodMountsIsRefusedBeforeAnythingStops) {
+  const std::string claim = world.claim_names().front();
+  ASSERT_TRUE(world.kube.system().create(
+      Kind::Pod,
+      Json{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", {{"name", "inspect"}, {"namespace", kNs}}},
+           {"spec",
+            {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
+             {"volumes", Json::array({{{"name", "data"},
+                                       {"persistentVolumeClaim", {{"claimName", claim}}}}})}}}}));
+  world.settle(2);
+  bool scaled = false;
+  world.kube.on_mutation([&](const Mutation& m) {
+    scaled = scaled || (m.actor == Actor::Client && m.ref.kind == Kind::StatefulSet &&
+                        m.object["spec"]["replicas"] != kReplicas);
+  });
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  const auto op = live_operation();
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->phase, Phase::Failed);
+  EXPECT_NE(op->failure.find("pod inspect (no owner) mounts " + claim), std::string::npos)
+      << op->failure;
+  EXPECT_FALSE(scaled) << "the StatefulSet was scaled";
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+}
+
 TEST_F(PeopleMidOperation, ARequestWrittenDuringAnOperationIsReportedAsQueuedOnce) {
   wait_in(Phase::BackingUp);
   world.request(Json{{"data", {{"storage", "3Gi"}}}}.dump());

@@ -171,7 +171,11 @@ TEST(Planner, SkipsAClaimWhoseLabelsNameAnotherStatefulSetsSelector) {
   of_db["metadata"]["labels"] = {{"app", "db"}};
   Json by_hand = bound_claim("data-web-db-1", "1Gi");
   by_hand["metadata"].erase("labels");
-  EXPECT_EQ(names(plan_of(sts, {of_db, by_hand})), Names{"data-web-db-1"});
+  const ResizePlan plan = plan_of(sts, {of_db, by_hand});
+  EXPECT_EQ(names(plan), Names{"data-web-db-1"});
+  // Said, not silently skipped: the pod of ordinal 0 runs on the other set's claim.
+  EXPECT_EQ(plan.left_alone,
+            std::vector<std::string>{"data-web-db-0 (label app=db; the selector says app=web-db)"});
   of_db["metadata"]["labels"] = {{"app", "web-db"}};
   EXPECT_EQ(names(plan_of(sts, {of_db, by_hand})), (Names{"data-web-db-0", "data-web-db-1"}));
 }
