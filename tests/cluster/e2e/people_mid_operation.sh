@@ -24,12 +24,18 @@
 #   edited         mode=step, held at BackingUp -> Recreating: the phase inside the state is
 #                  edited to Completed. The controller restores the state from its journal
 #                  (Warning StateRestored) and, approved, completes with the data.
+#   scaled_down_forgotten
+#                  mode=manual, held at ScalingDown -> BackingUp (the set at 0, no backup yet):
+#                  the controller stops, its journal is lost, the state and phase annotations are
+#                  removed. The new controller starts a new operation from the replica count in
+#                  stsresize.dev/original-replicas (3, Warning OriginalReplicasRecovered), not
+#                  from the 0 the first one scaled to, and completes with 3/3 Ready.
 #   people_mid_operation.sh STSRESIZE_BINARY CASE
-case_name=${2:?scale_up, state_removed, reapplied, journal_lost or edited}
+case_name=${2:?scale_up, state_removed, reapplied, journal_lost, edited or scaled_down_forgotten}
 case $case_name in
-  scale_up | state_removed | reapplied | journal_lost | edited) ;;
+  scale_up | state_removed | reapplied | journal_lost | edited | scaled_down_forgotten) ;;
   *)
-    echo "usage: $0 STSRESIZE_BINARY scale_up|state_removed|reapplied|journal_lost|edited" >&2
+    echo "usage: $0 STSRESIZE_BINARY scale_up|state_removed|reapplied|journal_lost|edited|scaled_down_forgotten" >&2
     exit 2
     ;;
 esac
@@ -276,6 +282,31 @@ case $case_name in
     done
     ok "$(e2e_warnings web | grep StateRestored | head -n 1 | cut -c1-160)..."
     assert_completed
+    ;;
+  scaled_down_forgotten)
+    approve_until "ScalingDown -> BackingUp"
+    [[ $(jp statefulset/web '{.spec.replicas}') == 0 ]] || fail "spec.replicas is not 0 after ScalingDown"
+    [[ $(annotation original-replicas) == 3 ]] || fail "original-replicas: '$(annotation original-replicas)'"
+    [[ -z $(k get pvc -o name | grep stsresize-bak || true) ]] || fail "a backup claim exists already"
+    ok "scaled down to 0, no backup yet, original-replicas 3"
+    step "the controller stops, its journal is lost, the state and phase annotations are removed"
+    e2e_stop_controller "$controller_pid"
+    rm -f "$work"/journal.db*
+    k annotate statefulset web stsresize.dev/state- stsresize.dev/phase- stsresize.dev/mode- \
+      stsresize.dev/awaiting-approval- >/dev/null
+    e2e_start_controller controller-2.log
+    deadline=$((SECONDS + 60))
+    until [[ -n $(annotation state) ]]; do
+      ((SECONDS > deadline)) && fail "no new operation started (resize-status: '$(annotation resize-status)')"
+      sleep 0.3
+    done
+    original=$(jq -r .originalReplicas <<<"$(annotation state)")
+    ((original == 3)) || fail "the new operation starts from $original replicas, not 3: $(k get events -o custom-columns=R:.reason,M:.message --field-selector involvedObject.name=web | tail -n 12) $(k get sts web -o json | jq -c .metadata.annotations) $("$stsresize" replay --journal "$work/journal.db" 2>&1 | head -n 20)"
+    e2e_warnings web | grep -q "OriginalReplicasRecovered: .*starts from the 3 replicas" ||
+      fail "no Warning OriginalReplicasRecovered: $(e2e_warnings web)"
+    ok "a new operation from 3 replicas: $(e2e_warnings web | grep OriginalReplicasRecovered | cut -c1-140)..."
+    assert_completed
+    [[ -z $(annotation original-replicas) ]] || fail "original-replicas left: $(annotation original-replicas)"
     ;;
 esac
 e2e_stop_controller "$controller_pid"
