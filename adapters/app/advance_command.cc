@@ -43,6 +43,10 @@ constexpr std::string_view kFooter =
     "the API server authenticates (a SelfSubjectReview: \"admin\" for a certificate with\n"
     "CN=admin, system:serviceaccount:NS:NAME for a service account's token), else the\n"
     "kubeconfig context's user entry (a server before Kubernetes 1.28 has no such review).\n"
+    "The name is what the request says, nothing more: anyone who may update the StatefulSet\n"
+    "can write any --as. With deploy/components/admission-fence installed the API server\n"
+    "refuses a request whose name is not the requesting user's, so --as must then be your own\n"
+    "name (or be left out).\n"
     "\n"
     "`advance --abort` rolls a resize back while every source claim is intact (Planning,\n"
     "ScalingDown, BackingUp, or Recreating before its first delete), waiting for approval or\n"
@@ -269,7 +273,8 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
                     "Check and show what would be written, write nothing");
   advance->add_option("--as", options.as,
                       "Operator name recorded in the journal (default: the user the API server "
-                      "authenticates, else the kubeconfig user)");
+                      "authenticates, else the kubeconfig user); with the admission fence "
+                      "installed, only your own name is accepted");
   advance->add_option("--kubeconfig", options.kubeconfig,
                       "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   advance->add_option("--context", options.context,
