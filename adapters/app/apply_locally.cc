@@ -183,11 +183,15 @@ class LocalLease {
                  runtime::LeaderElectionOptions{settings.lease_namespace, settings.lease_name,
                                                 settings.identity, settings.lease_duration,
                                                 settings.renew_deadline, settings.retry_period},
-                 runtime::LeaderCallbacks{.on_started_leading = {}, .on_stopped_leading = [this] {
-                                            if (releasing_) return;
-                                            lost_ = true;
-                                            if (on_lost_) on_lost_();
-                                          }}) {}
+                 runtime::LeaderCallbacks{.on_started_leading = {},
+                                          .on_stopped_leading =
+                                              [this] {
+                                                if (releasing_) return;
+                                                lost_ = true;
+                                                if (on_lost_) on_lost_();
+                                              },
+                                          .on_error = {},
+                                          .on_recovered = {}}) {}
   ~LocalLease() { (void)release(); }
 
   runtime::LeaderElector& elector() { return elector_; }

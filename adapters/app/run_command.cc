@@ -16,6 +16,7 @@
 #include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/informer_errors.h"
+#include "adapters/app/lease_errors.h"
 #include "adapters/app/logging.h"
 #include "adapters/app/namespaces.h"
 #include "adapters/clock/system_clock.h"
@@ -433,11 +434,13 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
   });
 
   std::unique_ptr<runtime::LeaderElector> elector;
+  std::optional<LeaseErrorLog> lease_errors;
   Leadership leadership;
   std::atomic<bool> shutting_down{false};
   std::thread starter;
   if (config->leader_election) {
     const LeaderElectionConfig& le = *config->leader_election;
+    lease_errors.emplace(le.lease_namespace, le.lease_name);
     elector = std::make_unique<runtime::LeaderElector>(
         **kube, lease_clock,
         runtime::LeaderElectionOptions{le.lease_namespace, le.lease_name, le.identity,
@@ -459,7 +462,11 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
                                   {"identity", le.identity}});
                   spdlog::default_logger()->flush();
                   std::_Exit(kExitLeadershipLost);
-                }});
+                },
+            .on_error = [&lease_errors](
+                            std::string_view doing,
+                            const KubeError& error) { lease_errors->failed(doing, error); },
+            .on_recovered = [&lease_errors] { lease_errors->recovered(); }});
     leadership.elector = elector.get();
     metrics.add_sampled("stsresize_leader", "1 while this replica holds the leader lease.",
                         MetricType::Gauge, [&leadership] {

@@ -62,7 +62,7 @@ LeaderElector::Attempt LeaderElector::try_acquire_or_renew(TimePoint now) {
   auto current = kube_.get(ObjectRef{Kind::Lease, options_.lease_namespace, options_.lease_name});
   if (!current) {
     if (current.error().code != KubeErrorCode::NotFound) {
-      return Attempt::Failed;
+      return failed("get", current.error());
     }
     Json lease = lease_object();
     lease["spec"] = {{"holderIdentity", options_.identity},
@@ -72,9 +72,12 @@ LeaderElector::Attempt LeaderElector::try_acquire_or_renew(TimePoint now) {
                      {"leaseTransitions", 0}};
     auto created = kube_.create(Kind::Lease, lease);
     if (!created) {
-      return Attempt::Failed;  // AlreadyExists: another candidate created it first
+      // AlreadyExists: another candidate created it first.
+      if (created.error().code == KubeErrorCode::AlreadyExists) return Attempt::Failed;
+      return failed("create", created.error());
     }
     observe(created->value("spec", Json::object()), now);
+    succeeded();
     return Attempt::Holding;
   }
 
@@ -84,6 +87,7 @@ LeaderElector::Attempt LeaderElector::try_acquire_or_renew(TimePoint now) {
   const auto lease_duration = std::chrono::seconds{integer_field(old_spec, "leaseDurationSeconds")};
   const bool ours = old_holder == options_.identity;
   if (!old_holder.empty() && !ours && observed_time_ + lease_duration > now) {
+    succeeded();  // read: enough for a candidate that stands by
     return Attempt::HeldByOther;
   }
 
@@ -99,10 +103,25 @@ LeaderElector::Attempt LeaderElector::try_acquire_or_renew(TimePoint now) {
   lease["spec"] = std::move(spec);
   auto updated = kube_.update(Kind::Lease, lease);
   if (!updated) {
-    return Attempt::Failed;
+    // Conflict: someone else wrote it since the read (the next tick sees who).
+    if (updated.error().code == KubeErrorCode::Conflict) return Attempt::Failed;
+    return failed("update", updated.error());
   }
   observe(updated->value("spec", Json::object()), now);
+  succeeded();
   return Attempt::Holding;
+}
+
+LeaderElector::Attempt LeaderElector::failed(std::string_view doing, const KubeError& error) {
+  failing_ = true;
+  if (callbacks_.on_error) callbacks_.on_error(doing, error);
+  return Attempt::Failed;
+}
+
+void LeaderElector::succeeded() {
+  if (!failing_) return;
+  failing_ = false;
+  if (callbacks_.on_recovered) callbacks_.on_recovered();
 }
 
 Duration LeaderElector::tick() {

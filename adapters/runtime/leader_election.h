@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "engine/json.h"
@@ -47,6 +48,13 @@ struct LeaderCallbacks {
   // Leadership ended for any reason: renew deadline missed, another holder seen, or release().
   // Stop all work that needs leadership, promptly. Called once per started.
   std::function<void()> on_stopped_leading;
+  // A read or write of the Lease failed for a reason other than the contention the protocol
+  // expects (a Lease not there yet, a create or update that lost a race): a 403 without the
+  // RBAC rule, a 401, an unreachable server. `doing` is "get", "create" or "update". Each
+  // failed attempt is told; the caller decides what to say how often.
+  std::function<void(std::string_view doing, const KubeError& error)> on_error;
+  // The first attempt that reads and writes the Lease after failed ones.
+  std::function<void()> on_recovered;
 };
 
 // The lease's spec as MicroTime text: "2006-01-02T15:04:05.000000Z" (UTC, microseconds).
@@ -80,6 +88,10 @@ class LeaderElector {
  private:
   enum class Attempt { Holding, HeldByOther, Failed };
   Attempt try_acquire_or_renew(TimePoint now);
+  // An unexpected error: told to on_error; Attempt::Failed.
+  Attempt failed(std::string_view doing, const KubeError& error);
+  // The Lease was read (and written, when holding): on_recovered after failed attempts.
+  void succeeded();
   void observe(const Json& spec, TimePoint now);
   Json lease_object() const;
   // Callers hold transition_mutex_.
@@ -93,6 +105,7 @@ class LeaderElector {
   // Only tick() and release() touch these (never concurrently).
   Json observed_spec_;
   TimePoint observed_time_{};
+  bool failing_ = false;  // an attempt failed unexpectedly since the last one that worked
 
   // Serialises leadership changes with their callbacks, so that they alternate.
   std::mutex transition_mutex_;

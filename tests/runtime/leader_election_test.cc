@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <random>
 #include <regex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "adapters/clock/manual_clock.h"
 #include "adapters/clock/system_clock.h"
@@ -26,14 +29,24 @@ LeaderElectionOptions options_for(const std::string& identity) {
 // One candidate with counted callbacks.
 struct Candidate {
   Candidate(Kubernetes& kube, const Clock& clock, LeaderElectionOptions options)
-      : elector(kube, clock, std::move(options),
-                {.on_started_leading = [this] { ++started; },
-                 .on_stopped_leading = [this] { ++stopped; }}) {}
+      : elector(
+            kube, clock, std::move(options),
+            {.on_started_leading = [this] { ++started; },
+             .on_stopped_leading = [this] { ++stopped; },
+             .on_error =
+                 [this](std::string_view doing, const KubeError& error) {
+                   std::lock_guard lock(mutex);
+                   errors.push_back(std::string{doing} + " " + std::string{to_string(error.code)});
+                 },
+             .on_recovered = [this] { ++recovered; }}) {}
   Candidate(Kubernetes& kube, const Clock& clock, const std::string& identity)
       : Candidate(kube, clock, options_for(identity)) {}
 
   std::atomic<int> started{0};
   std::atomic<int> stopped{0};
+  std::atomic<int> recovered{0};
+  std::mutex mutex;
+  std::vector<std::string> errors;  // "update Forbidden"
   LeaderElector elector;
 };
 
@@ -178,6 +191,32 @@ TEST_F(LeaderElectorTest, FailingRenewalsStopLeadingWithinTheRenewDeadline) {
   clock.advance(seconds{2});
   a.elector.tick();
   EXPECT_EQ(a.stopped, 1) << "stopped once only";
+}
+
+// A Lease it may not read or write is told (each attempt; the caller says it once), not taken
+// for contention; the race the protocol expects (a lost update, a create beaten) is not told.
+TEST_F(LeaderElectorTest, LeaseErrorsAreToldAndTheirEndToo) {
+  Candidate a(kube, clock, "a");
+  kube.inject({.verb = Verb::Get,
+               .kind = Kind::Lease,
+               .times = 2,
+               .error = KubeError{KubeErrorCode::Forbidden, "leases is forbidden"}});
+  a.elector.tick();
+  clock.advance(seconds{2});
+  a.elector.tick();
+  EXPECT_FALSE(a.elector.is_leader());
+  EXPECT_EQ(a.errors, (std::vector<std::string>{"get Forbidden", "get Forbidden"}));
+  EXPECT_EQ(a.recovered, 0);
+  clock.advance(seconds{2});
+  a.elector.tick();  // granted: creates the Lease and leads
+  EXPECT_TRUE(a.elector.is_leader());
+  EXPECT_EQ(a.recovered, 1);
+  kube.inject({.verb = Verb::Update,
+               .kind = Kind::Lease,
+               .error = KubeError{KubeErrorCode::Conflict, "the object has been modified"}});
+  clock.advance(seconds{2});
+  a.elector.tick();
+  EXPECT_EQ(a.errors.size(), 2u) << "a lost race is not an error";
 }
 
 TEST_F(LeaderElectorTest, DeadlineCheckStopsLeadingWithoutATick) {
