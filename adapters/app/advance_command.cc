@@ -135,6 +135,7 @@ std::expected<Target, std::string> parse_target(const std::string& text,
   const auto slash = text.find('/');
   if (slash == std::string::npos) {
     if (text.empty()) return std::unexpected("the StatefulSet is missing");
+    if (auto valid = check_statefulset_name(text); !valid) return std::unexpected(valid.error());
     return Target{default_namespace, text};
   }
   Target target{text.substr(0, slash), text.substr(slash + 1)};
@@ -142,6 +143,9 @@ std::expected<Target, std::string> parse_target(const std::string& text,
     return std::unexpected("\"" + text + "\" is not NAMESPACE/NAME");
   }
   if (auto valid = check_namespace(target.ns); !valid) return std::unexpected(valid.error());
+  if (auto valid = check_statefulset_name(target.name); !valid) {
+    return std::unexpected(valid.error());
+  }
   return target;
 }
 

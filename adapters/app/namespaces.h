@@ -13,4 +13,8 @@ namespace stsresize::cli {
 // and says what a namespace name looks like; the caller names the flag or argument.
 std::expected<void, std::string> check_namespace(std::string_view value);
 
+// A StatefulSet's name, as given in NS/NAME or NAME, is a DNS-1123 subdomain (at most 253
+// lowercase letters, digits, '-' and '.'): like a namespace, a segment of the request's path.
+std::expected<void, std::string> check_statefulset_name(std::string_view value);
+
 }  // namespace stsresize::cli

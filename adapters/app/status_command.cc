@@ -146,6 +146,11 @@ std::optional<int> check_status_options(const StatusOptions& options, std::ostre
                  "a StatefulSet name needs one namespace, not -A: run `stsresize status -n NS " +
                      options.statefulset + "`");
   }
+  if (!options.statefulset.empty()) {
+    if (auto valid = check_statefulset_name(options.statefulset); !valid) {
+      return usage(err, "status", valid.error());
+    }
+  }
   return std::nullopt;
 }
 
@@ -336,6 +341,9 @@ int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluste
                        ": give the namespace once, as NS/NAME or with -n");
     }
     ns = given_ns;
+  }
+  if (auto valid = check_statefulset_name(name); !valid) {
+    return usage(err, "describe", options.target + ": " + valid.error());
   }
 
   DescribeInput input;

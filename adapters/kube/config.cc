@@ -11,6 +11,8 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/naming.h"
+
 namespace stsresize {
 namespace {
 
@@ -156,7 +158,15 @@ KubeConfigResult parse_kubeconfig(const YAML::Node& root, const fs::path& path,
   config.source = file + " (context " + context_name + ")";
   auto ns = string_at(*context, context_where, "namespace");
   if (!ns) return Error(ns.error());
-  if (!ns->empty()) config.ns = *ns;
+  if (!ns->empty()) {
+    // It becomes a segment of request paths: "..", "a/b" or "UPPER" must not reach the server.
+    if (!naming::is_dns1123_label(*ns)) {
+      return Error(context_where + ": namespace \"" + *ns +
+                   "\" is not a namespace name (at most 63 lowercase letters, digits and '-', "
+                   "starting and ending with a letter or digit)");
+    }
+    config.ns = *ns;
+  }
 
   auto cluster_name = string_at(*context, context_where, "cluster");
   if (!cluster_name) return Error(cluster_name.error());
@@ -301,6 +311,10 @@ KubeConfigResult load_in_cluster(const InClusterEnvironment& env) {
 
   if (auto ns = read_file(env.secrets_dir / "namespace"); ns && !trimmed(*ns).empty()) {
     config.ns = trimmed(*ns);
+    if (!naming::is_dns1123_label(config.ns)) {
+      return Error("in-cluster namespace file " + (env.secrets_dir / "namespace").string() +
+                   " holds \"" + config.ns + "\", not a namespace name");
+    }
   }
   return config;
 }

@@ -153,6 +153,17 @@ TEST_F(AdvanceCommand, AnInvalidNamespaceIsAUsageErrorAndNothingIsSent) {
       << err2.str();
 }
 
+TEST_F(AdvanceCommand, AnInvalidStatefulSetNameIsAUsageErrorAndNothingIsSent) {
+  for (const std::string target : {"shop/Web_1", "shop/..", "web-", "a..b"}) {
+    auto [code, output] = advance({.target = target, .approve = true});
+    EXPECT_EQ(code, kExitUsage) << target;
+    const std::string name = target.substr(target.find('/') + 1);
+    EXPECT_EQ(output.find("stsresize advance: \"" + name + "\" is not a StatefulSet name"), 0u)
+        << output;
+  }
+  EXPECT_EQ(kube.calls(Verb::Get), 0);
+}
+
 TEST_F(AdvanceCommand, EveryRefusalSaysWhyAndWhatToRun) {
   std::string transcript;
   auto record = [&](const std::string& title, AdvanceOptions options, int expected_code) {

@@ -260,6 +260,30 @@ TEST(InCluster, DefaultsTheNamespaceWhenTheFileIsAbsent) {
   EXPECT_EQ(config->ns, "default");
 }
 
+// A namespace becomes a segment of request paths: one that cannot be a namespace is refused
+// where it is read, naming where it came from.
+TEST(Kubeconfig, RefusesAContextNamespaceThatIsNotANamespaceName) {
+  TempDir dir;
+  std::string text = two_context_kubeconfig();
+  text.replace(text.find("namespace: databases"), 20, "namespace: ../kube-system");
+  auto config = load_kubeconfig(dir.write("config", text));
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error().find("context \"dev\": namespace \"../kube-system\" is not a "
+                                "namespace name"),
+            std::string::npos)
+      << config.error();
+}
+
+TEST(InCluster, RefusesANamespaceFileThatIsNotANamespaceName) {
+  TempDir dir;
+  auto env = pod_environment(dir, "10.96.0.1");
+  dir.write("sa/namespace", "Ops/x");
+  auto config = load_in_cluster(env);
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error().find("holds \"Ops/x\", not a namespace name"), std::string::npos)
+      << config.error();
+}
+
 TEST(InCluster, NamesTheMissingTokenFile) {
   TempDir dir;
   auto env = pod_environment(dir, "10.96.0.1");

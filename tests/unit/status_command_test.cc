@@ -161,6 +161,25 @@ TEST_F(StatusCommandTest, DescribeCommand_AnInvalidNamespaceIsAUsageErrorAndNoth
   EXPECT_EQ(kube.calls(Verb::Get), 0);
 }
 
+// A StatefulSet's name is a path segment too.
+TEST_F(StatusCommandTest, AnInvalidStatefulSetNameIsAUsageErrorAndNothingIsSent) {
+  const std::string what_it_is =
+      " is not a StatefulSet name (at most 253 lowercase letters, digits, '-' and '.', starting "
+      "and ending with a letter or digit, e.g. web)\n";
+  const Outcome listed = status({.ns = "shop", .statefulset = ".."});
+  EXPECT_EQ(listed.code, kExitUsage);
+  EXPECT_EQ(listed.err, "stsresize status: \"..\"" + what_it_is);
+  const Outcome described = describe({.target = "shop/Web_1"});
+  EXPECT_EQ(described.code, kExitUsage);
+  EXPECT_EQ(described.err, "stsresize describe: shop/Web_1: \"Web_1\"" + what_it_is);
+  const Outcome bare = describe({.ns = "shop", .target = "web..0"});
+  EXPECT_EQ(bare.code, kExitUsage);
+  EXPECT_EQ(kube.calls(Verb::List), 0);
+  EXPECT_EQ(kube.calls(Verb::Get), 0);
+  const Outcome dotted = describe({.target = "shop/web.v2"});  // dots are fine: looked up
+  EXPECT_EQ(dotted.err.find("is not a StatefulSet name"), std::string::npos) << dotted.err;
+}
+
 TEST_F(StatusCommandTest, StatusCommand_UnreachableClusterHasItsOwnExitCode) {
   kube.inject({.verb = Verb::List,
                .kind = Kind::StatefulSet,
