@@ -14,6 +14,7 @@
 #include <ostream>
 #include <string>
 
+#include "adapters/app/copy_job_flags.h"
 #include "engine/ports/kubernetes.h"
 #include "engine/time.h"
 
@@ -39,6 +40,7 @@ struct AdvanceOptions {
   std::string timeout = "30m";
   std::string poll_interval = "2s";
   std::string sync_image{};
+  CopyJobFlags copy_job{};
   std::string leader_elect_namespace{};
   std::string leader_elect_id = "stsresize-leader";
 };

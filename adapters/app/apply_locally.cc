@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "adapters/app/copy_job_flags.h"
 #include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/clock/system_clock.h"
@@ -429,6 +430,8 @@ void add_apply_locally_flags(CLI::App& advance, AdvanceOptions& options) {
           ->capture_default_str(),
   };
   for (CLI::Option* option : options_of_apply) option->needs(apply);
+  // The controller's, if it sets them: the copy Jobs made here should be the same.
+  for (CLI::Option* option : add_copy_job_flags(advance, options.copy_job)) option->needs(apply);
 }
 
 int apply_locally(Kubernetes& kube, Journal& journal, const Clock& clock, EventRecorder& events,
@@ -573,6 +576,9 @@ int run_apply_locally(const AdvanceOptions& options, Kubernetes& kube, const Adv
   settings.timeout = *timeout;
   settings.engine.poll_interval = *poll;
   if (!options.sync_image.empty()) settings.engine.copy_job.image = options.sync_image;
+  auto resources = copy_job_resources(options.copy_job);
+  if (!resources) return usage(resources.error());
+  settings.engine.copy_job.resources = *resources;
   settings.lease_namespace = options.leader_elect_namespace.empty()
                                  ? caller.default_namespace
                                  : options.leader_elect_namespace;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "adapters/app/copy_job_flags.h"
 #include "adapters/app/credentials.h"
 #include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
@@ -68,61 +69,6 @@ constexpr std::string_view kFooter =
     "  2  bad flags, unusable credentials, unreadable journal, or a port already taken\n"
     "  3  the leader lease was lost (the process stops at once; a restart resumes the work)";
 
-// The copy Jobs' requests and limits: each flag a quantity (CPU in whole millicores, memory in
-// whole bytes) or "none", checked here so that a Job the API server would refuse (422) is a
-// usage error at start instead of a failed resize; a request above its limit likewise.
-std::expected<CopyJobResources, std::string> copy_job_resources(const RunFlags& flags) {
-  CopyJobResources resources;
-  struct Flag {
-    std::string_view name;
-    const std::string& text;
-    std::string* target;
-    bool cpu;
-  };
-  const Flag given[] = {
-      {"copy-job-cpu-request", flags.copy_job_cpu_request, &resources.cpu_request, true},
-      {"copy-job-memory-request", flags.copy_job_memory_request, &resources.memory_request, false},
-      {"copy-job-cpu-limit", flags.copy_job_cpu_limit, &resources.cpu_limit, true},
-      {"copy-job-memory-limit", flags.copy_job_memory_limit, &resources.memory_limit, false},
-  };
-  const auto refusal = [](const std::string& text, bool cpu) -> std::optional<std::string> {
-    if (cpu) {
-      auto millicores = parse_milli_quantity(text);
-      return millicores ? std::nullopt : std::optional{millicores.error()};
-    }
-    auto bytes = Quantity::parse(text);
-    return bytes ? std::nullopt : std::optional{bytes.error()};
-  };
-  for (const Flag& flag : given) {
-    if (flag.text.empty()) continue;
-    if (flag.text == "none") {
-      flag.target->clear();
-      continue;
-    }
-    if (auto why = refusal(flag.text, flag.cpu)) {
-      return std::unexpected("--" + std::string{flag.name} + ": " + *why +
-                             (flag.cpu ? " (a CPU quantity, e.g. 500m or 2, or none)"
-                                       : " (a memory quantity, e.g. 512Mi or 2Gi, or none)"));
-    }
-    *flag.target = flag.text;
-  }
-  const auto above = [](const std::string& request, const std::string& limit, bool cpu) {
-    if (request.empty() || limit.empty()) return false;
-    if (cpu) return *parse_milli_quantity(request) > *parse_milli_quantity(limit);
-    return *Quantity::parse(request) > *Quantity::parse(limit);
-  };
-  for (const auto& [resource, request, limit, cpu] :
-       {std::tuple{"cpu", resources.cpu_request, resources.cpu_limit, true},
-        std::tuple{"memory", resources.memory_request, resources.memory_limit, false}}) {
-    if (above(request, limit, cpu)) {
-      return std::unexpected("--copy-job-" + std::string{resource} + "-request: " + request +
-                             " is more than the limit " + limit + " (--copy-job-" + resource +
-                             "-limit; none for no limit)");
-    }
-  }
-  return resources;
-}
-
 std::string default_identity() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
@@ -177,20 +123,7 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
                   "Image of the copy Jobs: needs sh, rsync, find, xargs, stat, sort, sha256sum "
                   "(default: " +
                       CopyJobSettings{}.image + ")");
-  const CopyJobResources defaults;
-  const auto or_none = [](const std::string& value) { return value.empty() ? "none" : value; };
-  run->add_option(
-      "--copy-job-cpu-request", flags.copy_job_cpu_request,
-      "CPU request of the copy Jobs, or none (default: " + or_none(defaults.cpu_request) + ")");
-  run->add_option("--copy-job-memory-request", flags.copy_job_memory_request,
-                  "Memory request of the copy Jobs, or none (default: " +
-                      or_none(defaults.memory_request) + ")");
-  run->add_option(
-      "--copy-job-cpu-limit", flags.copy_job_cpu_limit,
-      "CPU limit of the copy Jobs, or none (default: " + or_none(defaults.cpu_limit) + ")");
-  run->add_option(
-      "--copy-job-memory-limit", flags.copy_job_memory_limit,
-      "Memory limit of the copy Jobs, or none (default: " + or_none(defaults.memory_limit) + ")");
+  add_copy_job_flags(*run, flags.copy_job);
   run->add_option("--poll-interval", flags.poll_interval,
                   "How soon to look again while waiting for the cluster")
       ->capture_default_str();
@@ -258,7 +191,7 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
   config.workers = flags.max_concurrent_operations;
   config.engine.max_parallel_copies = flags.max_parallel_copies;
   if (!flags.sync_image.empty()) config.engine.copy_job.image = flags.sync_image;
-  if (auto resources = copy_job_resources(flags); resources) {
+  if (auto resources = copy_job_resources(flags.copy_job); resources) {
     config.engine.copy_job.resources = *resources;
   } else {
     return std::unexpected(resources.error());

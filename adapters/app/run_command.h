@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "adapters/app/copy_job_flags.h"
 #include "adapters/kube/config.h"
 #include "adapters/server/probe_server.h"
 #include "engine/settings.h"
@@ -33,11 +34,7 @@ struct RunFlags {
   int max_concurrent_operations = 4;
   int max_parallel_copies = 2;
   std::string sync_image{};  // empty: the engine's default
-  // Quantities; empty: the engine's default (CopyJobResources), "none": not set.
-  std::string copy_job_cpu_request{};
-  std::string copy_job_memory_request{};
-  std::string copy_job_cpu_limit{};
-  std::string copy_job_memory_limit{};
+  CopyJobFlags copy_job{};
   std::string poll_interval = "5s";
   std::string pending_timeout = "10m";
   std::string job_timeout = "6h";

@@ -283,5 +283,28 @@ TEST_F(ApplyLocally, ItsFlagsAloneAreAUsageError) {
   EXPECT_NE(err.str().find("--journal requires --apply-locally"), std::string::npos) << err.str();
 }
 
+// The copy Jobs made here should be the controller's: the same flags, checked the same way.
+TEST_F(ApplyLocally, CopyJobResourcesAreCheckedAsRunChecksThem) {
+  cli::AdvanceOptions options{.target = "shop/web",
+                              .approve = true,
+                              .apply_locally = true,
+                              .journal = "/nonexistent/advance.db"};
+  options.copy_job.memory_request = "3Gi";  // above the default limit of 2Gi
+  std::ostringstream out, err;
+  const cli::AdvanceCaller caller{"alice", "default", world.clock.now(), "n"};
+  const int mutations = world.kube.mutations();
+  EXPECT_EQ(cli::run_apply_locally(options, world.kube, caller, out, err), cli::kExitUsage);
+  EXPECT_NE(err.str().find("--copy-job-memory-request: 3Gi is more than the limit 2Gi"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(world.kube.mutations(), mutations);
+  std::ostringstream out2, err2;
+  EXPECT_EQ(
+      cli::run_cli({"advance", "shop/web", "--approve", "--copy-job-cpu-request", "1"}, out2, err2),
+      cli::kExitUsage);
+  EXPECT_NE(err2.str().find("--copy-job-cpu-request requires --apply-locally"), std::string::npos)
+      << err2.str();
+}
+
 }  // namespace
 }  // namespace stsresize

@@ -36,10 +36,10 @@ TEST_F(RunFlagsTest, CopyJobResourcesHaveDefaultsAndTheFlagsReplaceOrRemoveThem)
   EXPECT_EQ(resolved.memory_limit, engine_default.memory_limit);
 
   RunFlags given = flags();
-  given.copy_job_cpu_request = "250m";
-  given.copy_job_memory_request = "none";
-  given.copy_job_cpu_limit = "1.5";
-  given.copy_job_memory_limit = "4Gi";
+  given.copy_job.cpu_request = "250m";
+  given.copy_job.memory_request = "none";
+  given.copy_job.cpu_limit = "1.5";
+  given.copy_job.memory_limit = "4Gi";
   auto set = resolve_run_flags(given);
   ASSERT_TRUE(set) << set.error();
   EXPECT_EQ(set->engine.copy_job.resources.cpu_request, "250m");
@@ -49,13 +49,13 @@ TEST_F(RunFlagsTest, CopyJobResourcesHaveDefaultsAndTheFlagsReplaceOrRemoveThem)
 
   // A request above the default limit is refused until the limit is raised or removed.
   given = flags();
-  given.copy_job_memory_request = "3Gi";
+  given.copy_job.memory_request = "3Gi";
   auto above = resolve_run_flags(given);
   ASSERT_FALSE(above);
   EXPECT_EQ(above.error(),
             "--copy-job-memory-request: 3Gi is more than the limit 2Gi (--copy-job-memory-limit; "
             "none for no limit)");
-  given.copy_job_memory_limit = "none";
+  given.copy_job.memory_limit = "none";
   EXPECT_TRUE(resolve_run_flags(given));
 }
 
