@@ -47,18 +47,11 @@ std::optional<StepOutcome> refuse_delete(StepContext& ctx, const ClaimPlan& clai
                                  std::to_string(claim.backup_generation) + ", it is now " +
                                  std::to_string(fence_generation(ctx)));
   }
-  const std::string name = naming::backup_claim(claim.claim);
-  auto backup = get_optional(ctx, claim_ref(ctx.op, name));
-  if (!backup) return backup.error();
-  if (!backup->has_value()) {
-    return StepOutcome::critical("refusing to delete " + claim.claim + ": backup claim " + name +
-                                 " is gone");
-  }
-  auto phase = k8s::pvc_phase(**backup);
-  if (!phase) return malformed(phase.error());
-  if (!created_by(**backup, ctx.op) || being_deleted(**backup) || *phase != "Bound") {
-    return StepOutcome::critical("refusing to delete " + claim.claim + ": backup claim " + name +
-                                 " is not ours, is being deleted or is not Bound (" + *phase + ")");
+  auto problem = backup_claim_problem(ctx, claim, /*bound=*/true);
+  if (!problem) return problem.error();
+  if (*problem) {
+    return StepOutcome::critical("refusing to delete " + claim.claim + ": backup claim " +
+                                 naming::backup_claim(claim.claim) + " " + **problem);
   }
   return std::nullopt;
 }

@@ -16,23 +16,14 @@ using namespace steps;
 // The backup claim must still be the one the operation verified: without it there is nothing
 // to restore from, which is not the same as a recreated claim that is still Pending.
 std::optional<StepOutcome> refuse_restore(StepContext& ctx, const ClaimPlan& claim) {
-  const std::string name = naming::backup_claim(claim.claim);
-  auto backup = get_optional(ctx, claim_ref(ctx.op, name));
-  if (!backup) return backup.error();
-  if (!backup->has_value()) {
-    return StepOutcome::critical("backup claim " + name + " of " + claim.claim +
-                                 " is gone (deleted by someone else): the data of " + claim.claim +
-                                 " cannot be restored by stsresize");
-  }
-  if (!created_by(**backup, ctx.op)) {
-    return StepOutcome::critical("backup claim " + name + " was not created by operation " +
-                                 ctx.op.id + ": not restoring from it");
-  }
-  if (being_deleted(**backup)) {
-    return StepOutcome::critical("backup claim " + name + " of " + claim.claim +
-                                 " is being deleted by someone else");
-  }
-  return std::nullopt;
+  auto problem = backup_claim_problem(ctx, claim, /*bound=*/false);
+  if (!problem) return problem.error();
+  if (!*problem) return std::nullopt;
+  return StepOutcome::critical("backup claim " + naming::backup_claim(claim.claim) + " of " +
+                               claim.claim + " " + **problem + ": not restoring from it" +
+                               ((*problem)->starts_with("is gone")
+                                    ? "; the data of " + claim.claim + " cannot be restored"
+                                    : std::string{}));
 }
 
 }  // namespace

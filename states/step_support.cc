@@ -54,6 +54,21 @@ bool being_deleted(const Json& object) {
   return deleting && *deleting;
 }
 
+std::expected<std::optional<std::string>, StepOutcome> backup_claim_problem(StepContext& ctx,
+                                                                            const ClaimPlan& claim,
+                                                                            bool bound) {
+  auto backup = get_optional(ctx, claim_ref(ctx.op, naming::backup_claim(claim.claim)));
+  if (!backup) return std::unexpected(backup.error());
+  if (!backup->has_value()) return "is gone (deleted by someone else)";
+  if (!created_by(**backup, ctx.op)) return "was not created by operation " + ctx.op.id;
+  if (being_deleted(**backup)) return "is being deleted by someone else";
+  if (!bound) return std::nullopt;
+  auto phase = k8s::pvc_phase(**backup);
+  if (!phase) return std::unexpected(malformed(phase.error()));
+  if (*phase != "Bound") return "is not Bound (" + *phase + ")";
+  return std::nullopt;
+}
+
 bool phase_timed_out(const StepContext& ctx, Duration limit) {
   return ctx.clock.now() - ctx.op.phase_since > limit;
 }

@@ -38,6 +38,14 @@ inline constexpr std::string_view kStorageClassesUnreadableWhy =
 
 bool created_by(const Json& object, const Operation& op);
 bool being_deleted(const Json& object);
+
+// What is wrong with the operation's backup claim of `claim` for a step that relies on it (the
+// source is deleted under it; the restore reads it): "is gone (deleted by someone else)", "was
+// not created by operation <id>", "is being deleted by someone else", and with `bound`
+// "is not Bound (<phase>)". nullopt: nothing. An error outcome when it cannot be read.
+std::expected<std::optional<std::string>, StepOutcome> backup_claim_problem(StepContext& ctx,
+                                                                            const ClaimPlan& claim,
+                                                                            bool bound);
 bool phase_timed_out(const StepContext& ctx, Duration limit);
 
 ObjectRef claim_ref(const Operation& op, const std::string& name);
