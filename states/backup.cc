@@ -67,6 +67,27 @@ std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan&
   return std::nullopt;
 }
 
+// A copy writes over its backup claim: only from the planned source itself. A claim of that name
+// that is another object (deleted and created again by a process whose record the operation
+// does not have: another replica with its own journal, say) holds none of the data, and its
+// backup may be the only copy left.
+std::optional<StepOutcome> check_source(StepContext& ctx, const ClaimPlan& claim) {
+  auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
+  if (!source) return source.error();
+  const std::string uid = source->has_value() ? k8s::uid(**source).value_or("") : "";
+  if (source->has_value() && uid == claim.source_uid && !being_deleted(**source)) {
+    return std::nullopt;
+  }
+  const std::string what = !source->has_value() ? "is gone"
+                           : uid != claim.source_uid
+                               ? "is another object than the one planned (uid " + uid +
+                                     ", planned " + claim.source_uid + ")"
+                               : "is being deleted";
+  return StepOutcome::critical(
+      "source claim " + claim.claim + " " + what + ": not copying it over backup claim " +
+      naming::backup_claim(claim.claim) + ", which may hold the only copy of its data");
+}
+
 }  // namespace
 
 StepOutcome backup_step(StepContext& ctx) {
@@ -103,6 +124,7 @@ StepOutcome backup_step(StepContext& ctx) {
       return StepOutcome::waiting(Duration{0});
     }
     if (auto refused = check_backup_claim(ctx, claim, **backup)) return *refused;
+    if (auto refused = check_source(ctx, claim)) return *refused;
 
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
                          naming::backup_claim(claim.claim), "backup",

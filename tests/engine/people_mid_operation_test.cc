@@ -410,5 +410,60 @@ TEST_F(PeopleMidOperation, AStateEditedToRestoringWithTheSourcesIntactIsRestored
       << restored[0].message;
 }
 
+// Found by the simulation (a second controller): a controller whose journal is behind the
+// cluster (another replica held the Lease meanwhile and journaled elsewhere, or `advance
+// --apply-locally` with its own --journal) adopts the operation from that journal once the
+// StatefulSet is deleted and applied again (adopt_unfinished). Its view has sources intact that
+// the other deleted and recreated; the new object makes their backups stale, and BackingUp would
+// copy each recreated, empty claim over its backup, the only copy of its data. BackingUp copies
+// only from the planned source itself (uid): the operation fails instead, every backup kept.
+TEST_F(PeopleMidOperation, ALeaderBackWithAStaleJournalKeepsTheBackupsOfClaimsItMissed) {
+  wait_in(Phase::BackingUp);  // every backup verified, Recreating waits for approval
+  ASSERT_TRUE(approve_waiting(world, "alice", "go"));
+  // Leader A deletes and recreates data-web-0, then loses the Lease before data-web-1.
+  world.kube.inject({.verb = Verb::Remove,
+                     .kind = Kind::PersistentVolumeClaim,
+                     .name = naming::claim_name("data", kSts, 1),
+                     .times = FaultRule::kForever,
+                     .error = KubeError{KubeErrorCode::Unreachable, "lease lost", Duration{0}}});
+  for (int i = 0; i < 10; ++i) {
+    (void)engine->reconcile(kNs, kSts);
+    world.settle(2);
+  }
+  world.kube.clear_faults();
+  ASSERT_TRUE(live_operation()->find_claim(naming::claim_name("data", kSts, 0))->source_deleted);
+  // Leader B, with its own journal, deletes and recreates every other source.
+  MemoryJournal other_journal;
+  Reconciler other{world.kube, other_journal, world.clock, world.events};
+  for (int i = 0; i < 100 && live_operation()->awaiting == std::nullopt; ++i) {
+    (void)other.reconcile(kNs, kSts);
+    world.settle(2);
+  }
+  ASSERT_EQ(live_operation()->phase, Phase::Recreating);  // Restoring awaits approval
+  ASSERT_TRUE(live_operation()->find_claim(naming::claim_name("logs", kSts, 2))->source_deleted);
+  // kubectl delete sts web; kubectl apply -f web.yaml
+  Json manifest = world.live_sts();
+  ASSERT_TRUE(world.kube.system().remove(world.sts()));
+  world.settle(2);
+  for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation"}) {
+    manifest["metadata"].erase(field);
+  }
+  manifest["metadata"].erase("annotations");
+  manifest.erase("status");
+  manifest["spec"]["replicas"] = kReplicas;
+  ASSERT_TRUE(world.kube.system().create(Kind::StatefulSet, manifest));
+  // A holds the Lease again, with its journal.
+  run_to_rest();
+  for (const auto& [claim, files] : world.original_files) {
+    const auto on_claim = world.cluster.volume_files(world.claim(claim));
+    const auto backup = world.cluster.volume_files(world.claim(naming::backup_claim(claim)));
+    for (const auto& [path, bytes] : files) {
+      const bool kept = (on_claim && on_claim->contains(path) && on_claim->at(path) == bytes) ||
+                        (backup && backup->contains(path) && backup->at(path) == bytes);
+      EXPECT_TRUE(kept) << claim << " lost " << path;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stsresize
