@@ -162,7 +162,7 @@ if [[ $case_name == refused ]]; then
   code=$?
   set -e
   ((code == 5)) || fail "advance --abort after the deletes exited $code: $out"
-  [[ $out == *"already deleted source claims data-web-0, data-web-1, data-web-2"* && $out == *"data-web-0-stsresize-bak"* && $out == *"Let it finish"* ]] ||
+  [[ $out == *"has deleted source claims data-web-0, data-web-1, data-web-2"* && $out == *"data-web-0-stsresize-bak"* && $out == *"Let it finish"* ]] ||
     fail "the refusal does not say why, where the data is and what to do: $out"
   ok "exit 5: ${out:0:160}..."
   sleep 2
