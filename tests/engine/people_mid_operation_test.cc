@@ -66,6 +66,20 @@ class PeopleMidOperation : public ::testing::Test {
     live["spec"]["replicas"] = replicas;
     ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
   }
+  // A pod of no owner (made by hand) that mounts `claim`.
+  bool start_pod(const std::string& name, const std::string& claim) {
+    return world.kube.system()
+        .create(Kind::Pod,
+                Json{{"apiVersion", "v1"},
+                     {"kind", "Pod"},
+                     {"metadata", {{"name", name}, {"namespace", kNs}}},
+                     {"spec",
+                      {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
+                       {"volumes",
+                        Json::array({{{"name", "data"},
+                                      {"persistentVolumeClaim", {{"claimName", claim}}}}})}}}})
+        .has_value();
+  }
   std::optional<Operation> live_operation() {
     auto op = read_operation(world.live_sts());
     if (!op || !op->has_value()) return std::nullopt;
@@ -299,15 +313,7 @@ TEST_F(PeopleMidOperation, ASourceBeingDeletedUnderAPodIsReportedAndNothingIsSca
   for (int i = 0; i < 50 && deleted.empty(); ++i) engine->reconcile(kNs, kSts);
   ASSERT_FALSE(deleted.empty());
   // The pod that started in that moment, before pvc-protection could let the claim go.
-  ASSERT_TRUE(world.kube.system().create(
-      Kind::Pod,
-      Json{{"apiVersion", "v1"},
-           {"kind", "Pod"},
-           {"metadata", {{"name", "debug"}, {"namespace", kNs}}},
-           {"spec",
-            {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
-             {"volumes", Json::array({{{"name", "data"},
-                                       {"persistentVolumeClaim", {{"claimName", deleted}}}}})}}}}));
+  ASSERT_TRUE(start_pod("debug", deleted));
   world.settle(3);
   const ObjectRef claim = world.claim(deleted);
   const int before = world.kube.mutations();
@@ -345,15 +351,7 @@ TEST_F(PeopleMidOperation, ASourceBeingDeletedUnderAPodIsReportedAndNothingIsSca
 // hand) is refused in Planning, before anything is stopped.
 TEST_F(PeopleMidOperation, AClaimAnotherOwnersPodMountsIsRefusedBeforeAnythingStops) {
   const std::string claim = world.claim_names().front();
-  ASSERT_TRUE(world.kube.system().create(
-      Kind::Pod,
-      Json{{"apiVersion", "v1"},
-           {"kind", "Pod"},
-           {"metadata", {{"name", "inspect"}, {"namespace", kNs}}},
-           {"spec",
-            {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
-             {"volumes", Json::array({{{"name", "data"},
-                                       {"persistentVolumeClaim", {{"claimName", claim}}}}})}}}}));
+  ASSERT_TRUE(start_pod("inspect", claim));
   world.settle(2);
   bool scaled = false;
   world.kube.on_mutation([&](const Mutation& m) {
