@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/operation_codec.h"

@@ -10,7 +10,7 @@
 //   stsresize.dev/resize          an explicit request, written by the user (resize_request.h)
 //   stsresize.dev/resize-status   why stsresize refused that request
 //   stsresize.dev/awaiting-approval  "BackingUp -> Recreating" while a transition waits for
-//                                 `stsresize advance --approve` (engine/advance_request.h)
+//                                 `stsresize advance --approve` (engine/actions/request.h)
 //   label stsresize.dev/failed    "true" once an operation failed: never resized again
 //                                 automatically until a person removes it
 // A crashed or rescheduled controller rebuilds every operation from these alone.

@@ -4,7 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/advance_request.h"
+#include "engine/actions/explain.h"
+#include "engine/actions/rules.h"
 #include "engine/operation_codec.h"
 #include "engine/reachable.h"
 #include "engine/strict_json.h"
@@ -417,7 +418,7 @@ std::expected<void, ReplayError> Folder::apply(const JournalRecord& record, cons
     return std::unexpected(ReplayError{record.sequence, applied.error()});
   }
   const auto* action = std::get_if<OperatorAction>(&event);
-  skip_taken_ = action && action->action == "skip" && action->refused.empty();
+  skip_taken_ = action && action->refused.empty() && parse_action(action->action) == Action::Skip;
   state_->last_sequence = record.sequence;
   return {};
 }
@@ -662,7 +663,10 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             if (e.action.empty() || e.by.empty() || e.nonce.empty()) {
               return std::unexpected("OperatorAction without an action, a person or a nonce");
             }
-            if (e.refused.empty() && e.action == "retry") {
+            // The verb as journaled; a refused request may hold anything a person wrote.
+            const std::optional<Action> taken =
+                e.refused.empty() ? parse_action(e.action) : std::nullopt;
+            if (taken == Action::Retry) {
               // Sources intact: the old operation's last word, a new operation starts from them.
               // Sources replaced: the PhaseChanged on Resume follows in the same append.
               const bool resumable =
@@ -676,26 +680,29 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
               resume_taken_ = !op.sources_intact();
               return {};
             }
-            if (e.refused.empty() && e.action == "skip") {
-              // Taken only in the phase the person saw and where the allow-list lets a step be
+            if (taken == Action::Skip) {
+              // Taken only in the phase the person saw and where the rules let a step be
               // skipped; the PhaseChanged on Skip follows in the same append.
               if (e.phase != op.phase) {
                 return std::unexpected("OperatorAction skip of " + std::string{to_string(e.phase)} +
                                        " accepted in phase " + std::string{to_string(op.phase)});
               }
-              if (const std::string why = skip_refusal(op); !why.empty()) {
+              if (auto allowed = check_skip(op, *rules_); !allowed) {
                 return std::unexpected("OperatorAction skip accepted in phase " +
-                                       std::string{to_string(op.phase)} + ": " + why);
+                                       std::string{to_string(op.phase)} + ": " +
+                                       explain(allowed.error(), op));
               }
               return {};
             }
-            if (e.refused.empty() && e.action == "abort") {
+            if (taken == Action::Abort) {
               // Taken only where the rules let a person abort (sources intact); the
               // PhaseChanged on Abort follows in the same append.
-              if (const std::string why = abort_refusal(op); !why.empty()) {
+              if (auto allowed = check_abort(op, *rules_); !allowed) {
                 return std::unexpected("OperatorAction abort accepted in phase " +
-                                       std::string{to_string(op.phase)} + ": " + why);
+                                       std::string{to_string(op.phase)} + ": " +
+                                       explain(allowed.error(), op));
               }
+              op.aborted_by = e.by;
               return {};
             }
             if (e.refused.empty() && (!op.awaiting || op.awaiting->from != e.phase)) {

@@ -110,7 +110,7 @@ struct Resumed {
   friend bool operator==(const Resumed&, const Resumed&) = default;
 };
 // The engine holds the transition from -> to until a person approves it (the StatefulSet's
-// stsresize.dev/mode, engine/advance_request.h, says which transitions wait). The transition
+// stsresize.dev/mode, engine/actions/request.h, says which transitions wait). The transition
 // must be one the rules allow from the current phase.
 struct ApprovalAwaited {
   Phase from = Phase::Pending;

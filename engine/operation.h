@@ -52,7 +52,7 @@ enum class PhaseEvent {
   // A person's `stsresize advance --abort`: roll back while every source claim is intact.
   Abort,
   // A person's `stsresize advance --skip-step`: leave a step that is safe to skip
-  // (skip_refusal(), engine/advance_request.h says which).
+  // (the table has its rows; check_skip(), engine/actions/rules.h, adds the claims).
   Skip,
   // A person's `stsresize advance --retry` of an operation that failed after its source claims
   // were replaced: Failed back into the phase it failed in (Operation::failed_in), whose step
@@ -124,7 +124,7 @@ struct TemplateChange {
 };
 
 // A transition the engine holds until a person approves it with `stsresize advance --approve`
-// (annotation stsresize.dev/mode: manual or step, engine/advance_request.h).
+// (annotation stsresize.dev/mode: manual or step, engine/actions/request.h).
 struct AwaitedApproval {
   Phase from = Phase::Pending;
   Phase to = Phase::Pending;
@@ -151,6 +151,9 @@ struct Operation {
   // The phase the operation was in when it moved to Failed; nullopt in any other phase, and in
   // an annotation written by an stsresize that did not record it.
   std::optional<Phase> failed_in;
+  // Who aborted it (`stsresize advance --abort`), from the accepted request; empty when nobody
+  // did. Kept to the end, so that the ScalingBack it started ends as an abort, not a failure.
+  std::string aborted_by;
   // The warning given in the current phase (a non-critical StepFailed), so that it is given
   // once; cleared by every phase change.
   std::string warning;

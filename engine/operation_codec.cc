@@ -205,6 +205,7 @@ Json encode_operation(const Operation& operation) {
                                         {"event", to_string(operation.awaiting->event)}};
   }
   if (operation.failed_in) document["failedIn"] = to_string(*operation.failed_in);
+  if (!operation.aborted_by.empty()) document["abortedBy"] = operation.aborted_by;
   if (!operation.template_changes.empty()) {
     document["templateUpdate"] =
         Json{{"changes", encode_template_changes(operation.template_changes)},
@@ -312,6 +313,10 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
     } else if (in.ok()) {
       op.failed_in = *parsed;
     }
+  }
+  if (in.ok() && document.contains("abortedBy")) {
+    op.aborted_by = in.string("abortedBy");
+    if (in.ok() && op.aborted_by.empty()) in.fail(where + ": \"abortedBy\" is empty");
   }
   if (in.ok() && document.contains("templateUpdate")) {
     StrictObject update{in.object("templateUpdate"), where + ".templateUpdate"};

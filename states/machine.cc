@@ -125,7 +125,7 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact       >,
     Row< BackingUp,        Abort,               ScalingBack,      none,  Intact       >,
     Row< Recreating,       Abort,               ScalingBack,      none,  Intact       >,
-    // A person's skip: CleaningUp only (skip_refusal() in engine/advance_request.h says why)
+    // A person's skip: CleaningUp only (check_skip() in engine/actions/rules.h says why)
     Row< CleaningUp,       Skip,                Completed,        none,  none         >,
     // A person's retry after the sources were replaced: back to the phase it failed in
     Row< Failed,           Resume,              Restoring,        none,  InRestoring  >,

@@ -6,18 +6,20 @@
 #include <random>
 #include <vector>
 
-#include "adapters/app/apply_locally.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/namespaces.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/kube/config.h"
 #include "adapters/kube/http_kubernetes.h"
 #include "adapters/kube/whoami.h"
-#include "engine/advance_request.h"
+#include "engine/actions/cluster_view.h"
+#include "engine/actions/explain.h"
+#include "engine/actions/rules.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/timestamp.h"
+#include "states/machine.h"
 
 namespace stsresize::cli {
 
@@ -283,28 +285,34 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
                       "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   advance->add_option("--context", options.context,
                       "Kubeconfig context (default: current-context)");
-  add_apply_locally_flags(*advance, options);
   return advance;
 }
 
-int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& err) {
-  if (!action_is_clear(options, err)) return kExitUsage;
-  if (!namespaces_are_valid(options, err)) return kExitUsage;
+std::expected<AdvanceConnection, int> connect_advance(const AdvanceOptions& options,
+                                                      std::ostream& err) {
+  if (!action_is_clear(options, err)) return std::unexpected(kExitUsage);
+  if (!namespaces_are_valid(options, err)) return std::unexpected(kExitUsage);
   auto config = load_credentials(options);
   if (!config) {
     err << "stsresize advance: credentials: " << config.error() << "\n";
-    return kExitUsage;
+    return std::unexpected(kExitUsage);
   }
   auto kube = HttpKubernetes::create(*config, {});
   if (!kube) {
     err << "stsresize advance: credentials: " << kube.error() << "\n";
-    return kExitUsage;
+    return std::unexpected(kExitUsage);
   }
   SystemClock clock;
   const std::string identity = options.as.empty() ? caller_identity(**kube, config->user) : "";
   AdvanceCaller caller{identity, config->ns, clock.now(), random_nonce()};
-  if (options.apply_locally) return run_apply_locally(options, **kube, caller, out, err);
-  return run_advance(**kube, options, caller, out, err);
+  return AdvanceConnection{std::move(*kube), std::move(caller)};
+}
+
+Action action_of(const AdvanceOptions& options) {
+  return options.abort       ? Action::Abort
+         : options.retry     ? Action::Retry
+         : options.skip_step ? Action::Skip
+                             : Action::Approve;
 }
 
 namespace {
@@ -330,9 +338,10 @@ struct Attempt {
   std::string watch() const {
     return "kubectl -n " + target.ns + " get sts " + target.name + " -L stsresize.dev/phase -w";
   }
-  AdvanceRequest request(std::string action) const {
-    return {std::move(action), op.phase, op.id, who, format_timestamp(caller.now), caller.nonce};
+  AdvanceRequest request(Action action) const {
+    return {action, op.phase, op.id, who, format_timestamp(caller.now), caller.nonce};
   }
+  int refuse(const Refusal& refusal) const { return refuse(explain(refusal, op)); }
 };
 
 // Returned by a branch whose write met a 409: read again and decide again.
@@ -344,8 +353,7 @@ constexpr int kReadAgain = -1;
 // of the transition that waits now), or, while the operation runs, an abort or a skip of it,
 // which the controller takes before its next step, ahead of anything else. Otherwise the
 // pending request is replaced, and the value says so for the output (empty: none pending).
-std::expected<std::string, std::string> pending_request(const Attempt& at,
-                                                        std::string_view action) {
+std::expected<std::string, std::string> pending_request(const Attempt& at, Action action) {
   auto text = advance_request_of(at.object);
   if (!text) return std::string{};
   auto pending = decode_advance_request(*text);
@@ -355,16 +363,18 @@ std::expected<std::string, std::string> pending_request(const Attempt& at,
   }
   const bool ours = pending->operation == at.op.id;
   auto what = [&] {
-    if (pending->action == "approve" && at.op.awaiting) {
+    if (pending->action == Action::Approve && at.op.awaiting) {
       return "approval of " + transition_of(*at.op.awaiting);
     }
-    if (pending->action == "skip") return "skip of " + std::string{to_string(pending->phase)};
-    return pending->action;
+    if (pending->action == Action::Skip) {
+      return "skip of " + std::string{to_string(pending->phase)};
+    }
+    return std::string{to_string(pending->action)};
   };
   const bool same = ours && pending->action == action &&
-                    (action != "approve" || approval_mismatch(*pending, at.op).empty());
+                    (action != Action::Approve || check_approve(*pending, at.op));
   if (same) {
-    const bool approval = action == "approve";
+    const bool approval = action == Action::Approve;
     return std::unexpected(
         "the " + what() + (approval ? " for" : " of") + " operation " + at.op.id +
         (approval ? " was already given by " : " was already requested by ") + pending->by +
@@ -374,7 +384,7 @@ std::expected<std::string, std::string> pending_request(const Attempt& at,
         at.target.ns + " get events --field-selector involvedObject.name=" + at.target.name + ")");
   }
   if (ours && !is_terminal(at.op.phase) && pending->action != action &&
-      (pending->action == "abort" || pending->action == "skip")) {
+      (pending->action == Action::Abort || pending->action == Action::Skip)) {
     return std::unexpected("the " + what() + " of operation " + at.op.id + " requested by " +
                            pending->by + " at " + pending->at +
                            " is pending; the controller takes it before its next step, ahead of "
@@ -382,13 +392,13 @@ std::expected<std::string, std::string> pending_request(const Attempt& at,
                            at.watch() + ")");
   }
   std::string why_stale;
-  if (pending->action == "approve") {
-    if (std::string mismatch = approval_mismatch(*pending, at.op); !mismatch.empty()) {
-      why_stale = ", which the controller would refuse: " + mismatch;
+  if (pending->action == Action::Approve) {
+    if (auto approved = check_approve(*pending, at.op); !approved) {
+      why_stale = ", which the controller would refuse: " + explain(approved.error(), at.op);
     }
   }
-  return " (replaces the pending " + std::string{kAdvanceAnnotation} + " " + pending->action +
-         " by " + pending->by + why_stale + ")";
+  return " (replaces the pending " + std::string{kAdvanceAnnotation} + " " +
+         std::string{to_string(pending->action)} + " by " + pending->by + why_stale + ")";
 }
 
 // Writes the request; kReadAgain after a 409, kExitClusterUnreachable when it failed.
@@ -399,7 +409,7 @@ int write(const Attempt& at, const std::string& text) {
 }
 
 // --retry of an operation that failed after its source claims were replaced: resumed in the
-// phase it failed in (resume_refusal decides, here and in the controller).
+// phase it failed in (check_resume decides, here and in the controller).
 int resume_branch(const Attempt& at) {
   const Operation& op = at.op;
   auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns);
@@ -410,17 +420,18 @@ int resume_branch(const Attempt& at) {
            << to_string(e.code) << ": " << e.message << "\n";
     return kExitClusterUnreachable;
   }
-  if (const std::string why = resume_refusal(op, claims->items, jobs->items); !why.empty()) {
-    return at.refuse(why);
+  if (auto allowed = check_resume(op, PhaseMachine::rules(), claims->items, jobs->items);
+      !allowed) {
+    return at.refuse(allowed.error());
   }
-  auto replacing = pending_request(at, "retry");
+  auto replacing = pending_request(at, Action::Retry);
   if (!replacing) return at.refuse(replacing.error());
   const std::string phase{to_string(*op.failed_in)};
   std::string deleting;
   for (const Json& job : failed_jobs(op, jobs->items)) {
     deleting += (deleting.empty() ? "" : ", ") + k8s::name(job).value_or("?");
   }
-  const std::string text = encode_advance_request(at.request("retry"));
+  const std::string text = encode_advance_request(at.request(Action::Retry));
   const std::string then =
       (deleting.empty() ? "" : "delete the failed Job(s) " + deleting + ", ") +
       "journal OperatorAction and Failed -> " + phase + " on " + op.id + ", remove the label " +
@@ -455,12 +466,13 @@ int retry_branch(const Attempt& at) {
   std::optional<std::vector<Json>> class_list;
   if (classes) class_list = classes->items;
   const auto wanted = wanted_resize(at.object, claims->items, class_list);
-  if (const std::string why = retry_refusal(op, claims->items, jobs->items, wanted); !why.empty()) {
-    return at.refuse(why);
+  if (auto allowed = check_retry(op, PhaseMachine::rules(), claims->items, jobs->items, wanted);
+      !allowed) {
+    return at.refuse(allowed.error());
   }
-  auto replacing = pending_request(at, "retry");
+  auto replacing = pending_request(at, Action::Retry);
   if (!replacing) return at.refuse(replacing.error());
-  const std::string text = encode_advance_request(at.request("retry"));
+  const std::string text = encode_advance_request(at.request(Action::Retry));
   const std::string then = "remove the label " + std::string{kFailedLabel} +
                            " and start a new operation: " + retry_trigger(op.id, at.who, *wanted);
   if (at.options.dry_run) {
@@ -491,10 +503,12 @@ int abort_branch(const Attempt& at) {
     }
     going = sources_going(op, claims->items);
   }
-  if (const std::string why = abort_refusal(op, going); !why.empty()) return at.refuse(why);
-  auto replacing = pending_request(at, "abort");
+  if (auto allowed = check_abort(op, PhaseMachine::rules(), going); !allowed) {
+    return at.refuse(allowed.error());
+  }
+  auto replacing = pending_request(at, Action::Abort);
   if (!replacing) return at.refuse(replacing.error());
-  const std::string text = encode_advance_request(at.request("abort"));
+  const std::string text = encode_advance_request(at.request(Action::Abort));
   const std::string then =
       "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
       " replicas on the source claims, delete this operation's copy Jobs and backup claims, "
@@ -517,7 +531,9 @@ int abort_branch(const Attempt& at) {
 
 int skip_branch(const Attempt& at) {
   const Operation& op = at.op;
-  if (const std::string why = skip_refusal(op); !why.empty()) return at.refuse(why);
+  if (auto allowed = check_skip(op, PhaseMachine::rules()); !allowed) {
+    return at.refuse(allowed.error());
+  }
   ListOptions ours;
   ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op.id);
   auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns, ours);
@@ -529,9 +545,9 @@ int skip_branch(const Attempt& at) {
            << to_string(e.code) << ": " << e.message << "\n";
     return kExitClusterUnreachable;
   }
-  auto replacing = pending_request(at, "skip");
+  auto replacing = pending_request(at, Action::Skip);
   if (!replacing) return at.refuse(replacing.error());
-  const std::string text = encode_advance_request(at.request("skip"));
+  const std::string text = encode_advance_request(at.request(Action::Skip));
   const std::string phase{to_string(op.phase)};
   const std::string then =
       "end the operation in Completed without the rest of " + phase + ", keeping " +
@@ -561,7 +577,7 @@ int approve_branch(const Attempt& at) {
                      "; nothing waits for approval. `stsresize replay --journal "
                      "JOURNAL --operation " +
                      op.id + "` shows its history; once the cause is fixed, `" +
-                     retry_command(at.target.ns, at.target.name) +
+                     advance_command_line(Action::Retry, at.target.ns, at.target.name) +
                      "` re-runs it (a new operation if it failed before a source "
                      "claim was deleted, else resumed where it failed)");
   }
@@ -575,9 +591,9 @@ int approve_branch(const Attempt& at) {
         at.target.name + " -L " + std::string{kAwaitingApprovalAnnotation} + " -w)");
   }
   const std::string transition = transition_of(*op.awaiting);
-  auto replacing = pending_request(at, "approve");
+  auto replacing = pending_request(at, Action::Approve);
   if (!replacing) return at.refuse(replacing.error());
-  const std::string text = encode_advance_request(at.request("approve"));
+  const std::string text = encode_advance_request(at.request(Action::Approve));
   if (at.options.dry_run) {
     at.out << "dry run: would approve " << transition << " of operation " << op.id << " on "
            << at.sts() << " as " << at.who << *replacing << "\n"
@@ -597,17 +613,12 @@ int approve_branch(const Attempt& at) {
 }
 
 std::string_view action_name(const AdvanceOptions& options) {
-  return options.abort       ? "abort"
-         : options.retry     ? "retry"
-         : options.skip_step ? "skip"
-                             : "approval";
+  const Action action = action_of(options);
+  return action == Action::Approve ? "approval" : to_string(action);
 }
 
 std::string command_of(const AdvanceOptions& options, const Target& target) {
-  return options.abort       ? abort_command(target.ns, target.name)
-         : options.retry     ? retry_command(target.ns, target.name)
-         : options.skip_step ? skip_command(target.ns, target.name)
-                             : approve_command(target.ns, target.name);
+  return advance_command_line(action_of(options), target.ns, target.name);
 }
 
 }  // namespace
@@ -625,7 +636,7 @@ int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCa
   }
   const ObjectRef ref{Kind::StatefulSet, target->ns, target->name};
   const std::string sts = target->ns + "/" + target->name;
-  const std::string approve = approve_command(target->ns, target->name);
+  const std::string approve = advance_command_line(Action::Approve, target->ns, target->name);
   auto refuse = [&](const std::string& prefix, const std::string& why) {
     err << "stsresize advance: refused: " << prefix << why << "\n";
     return kExitRefused;

@@ -4,17 +4,20 @@
 // (ScalingBack, then Failed) while none of them has been deleted. `--retry`: starts a Failed
 // operation whose source claims are intact again, as a new operation. `--skip-step`: ends an
 // operation in CleaningUp as Completed, keeping its remaining backup claims and copy Jobs (the
-// only step that is safe to skip, engine/advance_request.h). It talks to the controller
+// only step that is safe to skip, engine/actions/rules.h). It talks to the controller
 // only through the StatefulSet: it writes the stsresize.dev/advance annotation
-// (engine/advance_request.h) with the resourceVersion it read, and the controller consumes it on
+// (engine/actions/request.h) with the resourceVersion it read, and the controller consumes it on
 // the next watch event, journals it as an OperatorAction with the caller's identity and moves on.
 // Exit codes (adapters/app/exit_codes.h): 0 written (or, --dry-run, would be), 2 usage error or
 // unusable credentials, 4 the API server could not be reached or failed the request, 5 refused (the
 // message says why and what to run instead).
+#include <expected>
+#include <memory>
 #include <ostream>
 #include <string>
 
 #include "adapters/app/copy_job_flags.h"
+#include "engine/actions/request.h"
 #include "engine/ports/kubernetes.h"
 #include "engine/time.h"
 
@@ -45,10 +48,11 @@ struct AdvanceOptions {
   std::string leader_elect_id = "stsresize-leader";
 };
 
+// The subcommand and its own flags; --apply-locally adds its flags beside them
+// (adapters/app/apply_locally.h), and the CLI (adapters/app/cli.cc) chooses which runs.
 CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options);
-
-// With credentials from the options (kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config).
-int run_advance(const AdvanceOptions& options, std::ostream& out, std::ostream& err);
+// The action the flags ask for (exactly one is set once the flags are checked).
+Action action_of(const AdvanceOptions& options);
 
 // What the command needs from outside the cluster: who, when, a nonce, and the namespace for a
 // target without one. Tests pass fixed values.
@@ -62,5 +66,15 @@ struct AdvanceCaller {
 };
 int run_advance(Kubernetes& kube, const AdvanceOptions& options, const AdvanceCaller& caller,
                 std::ostream& out, std::ostream& err);
+
+// The API server and the caller, from the options' credentials (kubeconfig, $KUBECONFIG,
+// in-cluster, ~/.kube/config), once the flags and namespaces are checked; else the exit code,
+// the reason said on `err`.
+struct AdvanceConnection {
+  std::unique_ptr<Kubernetes> kube;
+  AdvanceCaller caller;
+};
+std::expected<AdvanceConnection, int> connect_advance(const AdvanceOptions& options,
+                                                      std::ostream& err);
 
 }  // namespace stsresize::cli

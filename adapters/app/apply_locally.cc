@@ -22,11 +22,13 @@
 #include "adapters/runtime/leader_election.h"
 #include "adapters/runtime/manager.h"
 #include "adapters/runtime/monotonic_clock.h"
-#include "engine/advance_request.h"
+#include "engine/actions/explain.h"
+#include "engine/actions/rules.h"
 #include "engine/annotations.h"
 #include "engine/events.h"
 #include "engine/k8s_objects.h"
 #include "engine/timestamp.h"
+#include "states/machine.h"
 #include "states/reconciler.h"
 
 namespace stsresize::cli {
@@ -104,11 +106,7 @@ std::string refusal_for_holder(const ApplyLocallySettings& settings, const Lease
 
 // The command without --apply-locally and its flags, for the refusal.
 std::string plain_command(const AdvanceOptions& options, const ObjectRef& sts) {
-  const std::string target = "stsresize advance " + sts.ns + "/" + sts.name;
-  return options.abort       ? abort_command(sts.ns, sts.name)
-         : options.retry     ? target + " --retry"
-         : options.skip_step ? target + " --skip-step"
-                             : approve_command(sts.ns, sts.name);
+  return advance_command_line(action_of(options), sts.ns, sts.name);
 }
 
 // The lines of `text` that do not start with `skip`.
@@ -226,15 +224,14 @@ std::optional<AdvanceRequest> pending_request_to_take(Kubernetes& kube, const Ob
   auto op = read_operation(*live);
   if (!text || !op || !op->has_value()) return std::nullopt;
   auto request = decode_advance_request(*text);
-  const std::string action = options.approve ? "approve"
-                             : options.abort ? "abort"
-                             : options.retry ? "retry"
-                                             : "skip";
+  const Action action = action_of(options);
   if (!request || request->action != action || request->operation != (*op)->id) {
     return std::nullopt;
   }
-  if (action == "approve" && !approval_mismatch(*request, **op).empty()) return std::nullopt;
-  if (action == "skip" && !skip_mismatch(*request, **op).empty()) return std::nullopt;
+  if (action == Action::Approve && !check_approve(*request, **op)) return std::nullopt;
+  if (action == Action::Skip && !check_skip(*request, **op, PhaseMachine::rules())) {
+    return std::nullopt;
+  }
   return *request;
 }
 
@@ -344,7 +341,8 @@ Rest run_until_rest(Kubernetes& kube, Journal& journal, const Clock& clock, Even
         }
         if (op.awaiting) {
           out << "operation " << op.id << " waits for approval of " << to_string(op.awaiting->from)
-              << " -> " << to_string(op.awaiting->to) << ": `" << approve_command(sts.ns, sts.name)
+              << " -> " << to_string(op.awaiting->to) << ": `"
+              << advance_command_line(Action::Approve, sts.ns, sts.name)
               << "` (with --apply-locally while no controller runs)\n";
           return Rest::AwaitingApproval;
         }
@@ -447,8 +445,8 @@ int apply_locally(Kubernetes& kube, Journal& journal, const Clock& clock, EventR
       clear ? pending_request_to_take(kube, sts, options) : std::nullopt;
   std::string checked;
   if (pending) {
-    checked = "the " + pending->action + " of operation " + pending->operation + " written by " +
-              pending->by + " at " + pending->at +
+    checked = "the " + std::string{to_string(pending->action)} + " of operation " +
+              pending->operation + " written by " + pending->by + " at " + pending->at +
               " is pending and no controller took it: it is the request taken here\n";
   } else {
     // Everything the request needs is checked first, writing nothing: a refusal here leaves

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "adapters/app/advance_command.h"
+#include "adapters/app/apply_locally.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/journal_command.h"
 #include "adapters/app/replay_command.h"
@@ -50,6 +51,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App* journal = add_journal_command(app, journal_options);
   AdvanceOptions advance_options;
   CLI::App* advance = add_advance_command(app, advance_options);
+  add_apply_locally_flags(*advance, advance_options);
 
   // CLI11 reads `--flag=` (an empty value) as `--flag` and takes the next argument as its
   // value, so `--journal= --step` would open a journal named "--step": refuse it first.
@@ -83,7 +85,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (status->parsed()) return run_status(status_options, out, err);
   if (describe->parsed()) return run_describe(describe_options, out, err);
   if (version->parsed()) return run_version(out);
-  if (advance->parsed()) return run_advance(advance_options, out, err);
+  if (advance->parsed()) {
+    auto connected = connect_advance(advance_options, err);
+    if (!connected) return connected.error();
+    return advance_options.apply_locally
+               ? run_apply_locally(advance_options, *connected->kube, connected->caller, out, err)
+               : run_advance(*connected->kube, advance_options, connected->caller, out, err);
+  }
   return kExitUsage;  // unreachable: require_subcommand(1)
 }
 

@@ -7,7 +7,8 @@
 #include <regex>
 #include <set>
 
-#include "engine/advance_request.h"
+#include "engine/actions/explain.h"
+#include "engine/actions/rules.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -290,7 +291,7 @@ std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Jso
         row.awaiting_approval = std::string{to_string(op.awaiting->from)} + " -> " +
                                 std::string{to_string(op.awaiting->to)};
         const std::string waiting = "awaiting approval of " + row.awaiting_approval + ": run `" +
-                                    approve_command(row.ns, row.name) + "`";
+                                    advance_command_line(Action::Approve, row.ns, row.name) + "`";
         row.message = row.message.empty() ? waiting : waiting + "; " + row.message;
       }
     }
@@ -615,7 +616,8 @@ void describe_operation(std::string& out, const StatusRow& row,
   if (!op.warning.empty()) field(out, "Warning", op.warning);
   if (!row.awaiting_approval.empty()) {
     field(out, "Awaiting approval",
-          row.awaiting_approval + " (run `" + approve_command(op.ns, op.statefulset) + "`)");
+          row.awaiting_approval + " (run `" +
+              advance_command_line(Action::Approve, op.ns, op.statefulset) + "`)");
   }
   if (!row.message.empty() && row.message != op.failure && row.message != op.warning &&
       row.awaiting_approval.empty()) {
@@ -632,16 +634,17 @@ void describe_operation(std::string& out, const StatusRow& row,
     }
     out += "stsresize will not resize this StatefulSet again on its own (label\n" +
            std::string{kFailedLabel} + ").";
-    const bool resumable = op.failed_in && std::ranges::find(kResumablePhases, *op.failed_in) !=
-                                               std::end(kResumablePhases);
+    const std::vector<Phase> resumable_in = resumable_phases(PhaseMachine::rules());
+    const bool resumable =
+        op.failed_in && std::ranges::find(resumable_in, *op.failed_in) != resumable_in.end();
     if (op.sources_intact()) {
       out += " Once the cause is fixed, start it again as a new operation:\n  " +
-             retry_command(op.ns, op.statefulset) + "\n";
+             advance_command_line(Action::Retry, op.ns, op.statefulset) + "\n";
     } else if (resumable) {
       out += " Once the cause is fixed, resume it in " + std::string{to_string(*op.failed_in)} +
              ", where it failed\n(backup claims kept "
              "until the data is verified restored):\n  " +
-             retry_command(op.ns, op.statefulset) + "\n";
+             advance_command_line(Action::Retry, op.ns, op.statefulset) + "\n";
     } else if (op.failed_in) {
       out += " It failed in " + std::string{to_string(*op.failed_in)} +
              ", which is not resumed in place: copy\nthe data back from the backup claims.\n";

@@ -2,7 +2,7 @@
 
 #include <functional>
 
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/planner.h"

@@ -9,7 +9,7 @@
 
 #include "adapters/app/advance_command.h"
 #include "adapters/app/exit_codes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/k8s_objects.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
@@ -255,8 +255,9 @@ TEST_F(Abort, AfterASourceDeleteItIsRefusedAndTheResizeFinishes) {
   // Written anyway (by hand, or by a CLI that read the claims a moment earlier): the engine
   // refuses it too, says so, removes it and goes on.
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
-    live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"abort", Phase::Recreating, live_operation().id, "bob", "2027-01-15T08:00:00Z", "n1"});
+    live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
+        encode_advance_request({Action::Abort, Phase::Recreating, live_operation().id, "bob",
+                                "2027-01-15T08:00:00Z", "n1"});
   });
   engine->reconcile(kNs, kSts);
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
@@ -316,7 +317,7 @@ TEST_F(Abort, ACrashBetweenTheJournalAndTheAnnotationStillEndsRolledBack) {
     const Operation op = **read_operation(fresh.live_sts());
     fresh.kube.mutate_raw(fresh.sts(), [&](Json& live) {
       live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-          {"abort", Phase::BackingUp, op.id, "alice", "2027-01-15T08:00:00Z", "n1"});
+          {Action::Abort, Phase::BackingUp, op.id, "alice", "2027-01-15T08:00:00Z", "n1"});
     });
     // The annotation write after the abort's append is lost: the process dies there.
     fresh.kube.inject({.verb = Verb::Update,
@@ -360,7 +361,7 @@ TEST_F(Abort, ARequestForAnotherOperationIsRefusedAndNothingChanges) {
   wait_in(Phase::ScalingDown);
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"abort", Phase::ScalingDown, "web-00000000", "bob", "2027-01-15T08:00:00Z", "n1"});
+        {Action::Abort, Phase::ScalingDown, "web-00000000", "bob", "2027-01-15T08:00:00Z", "n1"});
   });
   EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_EQ(live_operation().phase, Phase::ScalingDown);
@@ -382,7 +383,7 @@ TEST_F(Abort, ARequestReachingAnEndedOperationIsRefusedAndRemoved) {
   const std::string id = live_operation().id;
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"abort", Phase::ScalingDown, id, "bob", "2027-01-15T08:00:00Z", "n2"});
+        {Action::Abort, Phase::ScalingDown, id, "bob", "2027-01-15T08:00:00Z", "n2"});
   });
   EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());

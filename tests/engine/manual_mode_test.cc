@@ -8,7 +8,7 @@
 
 #include "adapters/app/advance_command.h"
 #include "adapters/app/exit_codes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/k8s_objects.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
@@ -201,8 +201,8 @@ TEST_F(ManualMode, AnApprovalOfAnotherPhaseIsRefusedRemovedAndJournaled) {
   set_mode(world, "manual");
   const Json waiting = run_until_waiting();
   auto op = *read_operation(waiting);
-  const AdvanceRequest stale{"approve", Phase::BackingUp,       op->id,
-                             "bob",     "2027-01-15T08:00:00Z", "n1"};
+  const AdvanceRequest stale{Action::Approve, Phase::BackingUp,       op->id,
+                             "bob",           "2027-01-15T08:00:00Z", "n1"};
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
         encode_advance_request(stale);
@@ -229,8 +229,8 @@ TEST_F(ManualMode, AnApprovalOfAnotherOperationIsRefused) {
   world.seed(/*expandable=*/false);
   set_mode(world, "manual");
   run_until_waiting();
-  const AdvanceRequest other{"approve", Phase::Planning,        "web-00000000",
-                             "bob",     "2027-01-15T08:00:00Z", "n1"};
+  const AdvanceRequest other{Action::Approve, Phase::Planning,        "web-00000000",
+                             "bob",           "2027-01-15T08:00:00Z", "n1"};
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
         encode_advance_request(other);
@@ -272,7 +272,7 @@ TEST_F(ManualMode, AnApprovalWrittenBeforeTheWaitIsTakenWhenItsPhaseMatches) {
   ASSERT_FALSE(op->awaiting);
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"approve", Phase::BackingUp, op->id, "carol", "2027-01-15T08:00:00Z", "n1"});
+        {Action::Approve, Phase::BackingUp, op->id, "carol", "2027-01-15T08:00:00Z", "n1"});
   });
   run_to_idle();
   EXPECT_TRUE(completed());

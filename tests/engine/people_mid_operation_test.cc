@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/fake/fake_kubernetes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/operation_codec.h"

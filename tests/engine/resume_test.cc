@@ -9,7 +9,7 @@
 
 #include "adapters/app/advance_command.h"
 #include "adapters/app/exit_codes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "states/machine.h"
@@ -173,8 +173,8 @@ TEST_F(Resume, IsRefusedWhenABackupClaimIsMissingAndChangesNothing) {
   auto jobs_before = world.kube.list(Kind::Job, kNs);
   ASSERT_TRUE(jobs_before);
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
-    live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
-        encode_advance_request({"retry", Phase::Failed, id, "bob", "2027-01-15T08:00:00Z", "n1"});
+    live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
+        {Action::Retry, Phase::Failed, id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
   EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());

@@ -9,7 +9,7 @@
 
 #include "adapters/app/advance_command.h"
 #include "adapters/app/exit_codes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/k8s_objects.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
@@ -184,7 +184,7 @@ TEST_F(Retry, IsRefusedWhileALeftoverOfTheFailedOperationIsThereAndTakenOnceItIs
   // Written anyway: the engine checks again, refuses, removes it; nothing starts.
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"retry", Phase::Failed, old_id, "bob", "2027-01-15T08:00:00Z", "n1"});
+        {Action::Retry, Phase::Failed, old_id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
   EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
@@ -242,7 +242,7 @@ TEST_F(Retry, IsRefusedForAnOperationInProgressOrNone) {
   const Operation running = *live_operation();
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"retry", running.phase, running.id, "bob", "2027-01-15T08:00:00Z", "n1"});
+        {Action::Retry, running.phase, running.id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
   run_to_idle();
   EXPECT_TRUE(completed());

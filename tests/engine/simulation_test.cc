@@ -38,7 +38,7 @@
 #include <sstream>
 #include <utility>
 
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -225,17 +225,14 @@ class Simulation {
   bool approve_waiting() {
     const std::optional<Operation> op = operation();
     if (!op || !op->awaiting) return false;
-    const AdvanceRequest request{"approve",
-                                 op->phase,
-                                 op->id,
-                                 "sim",
-                                 "2027-01-01T00:00:00Z",
-                                 "n" + std::to_string(++approvals_)};
+    const AdvanceRequest request{
+        stsresize::Action::Approve,        op->phase, op->id, "sim", "2027-01-01T00:00:00Z",
+        "n" + std::to_string(++approvals_)};
     std::string text = encode_advance_request(request);
     if (auto current = advance_request_of(world_.live_sts())) {
       auto pending = decode_advance_request(*current);
-      if (pending && pending->action == "approve" && pending->operation == op->id &&
-          pending->phase == op->phase) {
+      if (pending && pending->action == stsresize::Action::Approve &&
+          pending->operation == op->id && pending->phase == op->phase) {
         return false;  // not taken yet
       }
     }

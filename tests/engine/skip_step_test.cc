@@ -9,7 +9,7 @@
 
 #include "adapters/app/advance_command.h"
 #include "adapters/app/exit_codes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -227,7 +227,7 @@ TEST_F(SkipStep, InAnotherStepItIsRefusedByTheCliAndTheEngineAndNothingChanges) 
   // operation still waits where it was, every claim untouched.
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"skip", Phase::BackingUp, op.id, "bob", "2027-01-15T08:00:00Z", "n1"});
+        {Action::Skip, Phase::BackingUp, op.id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
   EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   const Json sts = world.live_sts();
@@ -260,7 +260,7 @@ TEST_F(SkipStep, ASkipWrittenForAnEarlierPhaseIsRefusedInCleaningUp) {
   ASSERT_EQ(op.phase, Phase::CleaningUp);
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
-        {"skip", Phase::ScalingUp, op.id, "bob", "2027-01-15T08:00:00Z", "n1"});
+        {Action::Skip, Phase::ScalingUp, op.id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
   engine->reconcile(kNs, kSts);
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());

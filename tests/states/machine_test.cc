@@ -1,6 +1,6 @@
 #include "states/machine.h"
 
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 
 #include <gtest/gtest.h>
 
@@ -104,8 +104,8 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
 }
 
 // Failed is terminal: the only way out is a person's Resume, back to the very phase the
-// operation failed in, and only to a phase whose step can run again (kResumablePhases, which
-// the CLI and the engine decide with).
+// operation failed in, and only to a phase whose step can run again (Restoring, ScalingUp,
+// CleaningUp: kResumable below, written out here so that the table is checked against it).
 TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailedIn) {
   std::vector<std::optional<Phase>> failed_ins{std::nullopt};
   for (Phase phase : kAllPhases) failed_ins.push_back(phase);
@@ -114,8 +114,9 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
     for (PhaseEvent event : kAllPhaseEvents) {
       for (bool intact : {true, false}) {
         for (const std::optional<Phase>& failed_in : failed_ins) {
-          const bool resumable = failed_in && std::ranges::find(kResumablePhases, *failed_in) !=
-                                                  std::end(kResumablePhases);
+          constexpr Phase kResumable[] = {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp};
+          const bool resumable =
+              failed_in && std::ranges::find(kResumable, *failed_in) != std::end(kResumable);
           PhaseMachine machine{from};
           auto next = machine.fire(event, intact, failed_in);
           if (event == PhaseEvent::Resume) {

@@ -5,7 +5,7 @@
 // mutation budget or faults).
 #include <string>
 
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/annotations.h"
 #include "tests/support/resize_world.h"
 
@@ -32,8 +32,8 @@ inline bool approve_waiting(ResizeWorld& world, const std::string& by, const std
   if (!sts) return false;
   auto op = read_operation(*sts);
   if (!op || !op->has_value() || !(*op)->awaiting) return false;
-  const AdvanceRequest request{"approve", (*op)->phase,           (*op)->id,
-                               by,        "2027-01-15T08:00:00Z", nonce};
+  const AdvanceRequest request{Action::Approve,        (*op)->phase, (*op)->id, by,
+                               "2027-01-15T08:00:00Z", nonce};
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
         encode_advance_request(request);

@@ -11,10 +11,11 @@
 #include "adapters/app/exit_codes.h"
 #include "adapters/clock/manual_clock.h"
 #include "adapters/fake/fake_kubernetes.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/annotations.h"
 #include "engine/timestamp.h"
 #include "tests/support/golden.h"
+#include "tests/support/refusals.h"
 
 namespace stsresize::cli {
 namespace {
@@ -109,7 +110,7 @@ TEST_F(AdvanceCommand, ApprovalIsWrittenWithTheCallerAndTheWaitingPhase) {
   auto request = decode_advance_request(text.get<std::string>());
   ASSERT_TRUE(request) << request.error();
   EXPECT_EQ(*request,
-            (AdvanceRequest{"approve", Phase::BackingUp, "web-0123abcd", "kubernetes-admin",
+            (AdvanceRequest{Action::Approve, Phase::BackingUp, "web-0123abcd", "kubernetes-admin",
                             "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 
@@ -224,7 +225,8 @@ TEST_F(AdvanceCommand, AbortInEveryPhaseSaysWhatItWouldDoOrWhyNot) {
     if (phase == Phase::Pending) continue;
     put_operation(phase, std::nullopt, "auto", planned(0));
     record(std::string{to_string(phase)} + ", dry run", dry_run,
-           abort_refusal(**read_operation(*kube.get_raw(web))).empty() ? kExitOk : kExitRefused);
+           testing::abort_refusal(**read_operation(*kube.get_raw(web))).empty() ? kExitOk
+                                                                                : kExitRefused);
   }
   put_operation(Phase::Recreating, std::nullopt, "auto", planned(2));
   record("Recreating, two sources deleted", abort, kExitRefused);
@@ -343,8 +345,9 @@ TEST_F(AdvanceCommand, SkipIsWrittenWithTheCallerAndThePhaseItSkips) {
   auto text = kube.get_raw(web).value()["metadata"]["annotations"]["stsresize.dev/advance"];
   auto request = decode_advance_request(text.get<std::string>());
   ASSERT_TRUE(request) << request.error();
-  EXPECT_EQ(*request, (AdvanceRequest{"skip", Phase::CleaningUp, "web-0123abcd", "kubernetes-admin",
-                                      "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
+  EXPECT_EQ(*request,
+            (AdvanceRequest{Action::Skip, Phase::CleaningUp, "web-0123abcd", "kubernetes-admin",
+                            "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 
 // Failed after the source claims were replaced: --retry resumes the operation in the phase it
@@ -429,7 +432,7 @@ TEST_F(AdvanceCommand, AbortIsWrittenWithTheCallerAndThePhaseSeen) {
   auto request = decode_advance_request(text.get<std::string>());
   ASSERT_TRUE(request) << request.error();
   EXPECT_EQ(*request,
-            (AdvanceRequest{"abort", Phase::ScalingDown, "web-0123abcd", "kubernetes-admin",
+            (AdvanceRequest{Action::Abort, Phase::ScalingDown, "web-0123abcd", "kubernetes-admin",
                             "2027-01-15T08:00:00.000Z", "0123456789abcdef"}));
 }
 

@@ -1,7 +1,5 @@
 // stsresize.dev/mode and stsresize.dev/advance: which transitions wait, the strict codec of an
 // approval, and how a waiting transition is kept in the state annotation.
-#include "engine/advance_request.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,9 +8,12 @@
 #include "engine/annotations.h"
 #include "engine/operation_codec.h"
 #include "engine/resize_request.h"
+#include "tests/support/refusals.h"
 
 namespace stsresize {
 namespace {
+
+using namespace testing;
 
 Json statefulset_with_mode(const std::string& mode) {
   return Json{{"metadata", {{"annotations", {{"stsresize.dev/mode", mode}}}}}};
@@ -48,8 +49,8 @@ TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOneIntoRecreating
 }
 
 TEST(AdvanceRequest, SurvivesEncodeAndDecode) {
-  const AdvanceRequest request{"approve", Phase::BackingUp,       "web-0123abcd",
-                               "alice",   "2027-01-15T08:00:00Z", "0123456789abcdef"};
+  const AdvanceRequest request{Action::Approve, Phase::BackingUp,       "web-0123abcd",
+                               "alice",         "2027-01-15T08:00:00Z", "0123456789abcdef"};
   auto decoded = decode_advance_request(encode_advance_request(request));
   ASSERT_TRUE(decoded) << decoded.error();
   EXPECT_EQ(*decoded, request);
@@ -57,7 +58,7 @@ TEST(AdvanceRequest, SurvivesEncodeAndDecode) {
 
 TEST(AdvanceRequest, RefusesWhatIsNotExactlyARequest) {
   Json good = Json::parse(encode_advance_request(
-      {"approve", Phase::BackingUp, "web-0123abcd", "alice", "2027-01-15T08:00:00Z", "n"}));
+      {Action::Approve, Phase::BackingUp, "web-0123abcd", "alice", "2027-01-15T08:00:00Z", "n"}));
   auto refused = [](const Json& document, const std::string& fragment) {
     auto decoded = decode_advance_request(document.dump());
     ASSERT_FALSE(decoded) << document.dump();
@@ -77,13 +78,16 @@ TEST(AdvanceRequest, RefusesWhatIsNotExactlyARequest) {
   Json nobody = good;
   nobody["by"] = "";
   refused(nobody, "must not be empty");
+  Json verb = good;
+  verb["action"] = "teleport";
+  refused(verb, "unknown action \"teleport\"");
 }
 
 TEST(AdvanceRequest, ApprovesOnlyThePhaseAndOperationThatWait) {
   Operation op;
   op.id = "web-1";
   op.phase = Phase::BackingUp;
-  AdvanceRequest request{"approve", Phase::BackingUp, "web-1", "alice", "t", "n"};
+  AdvanceRequest request{Action::Approve, Phase::BackingUp, "web-1", "alice", "t", "n"};
   EXPECT_EQ(approval_mismatch(request, op), "");
   request.phase = Phase::Planning;
   EXPECT_NE(approval_mismatch(request, op).find("leaving phase Planning"), std::string::npos);
@@ -91,8 +95,8 @@ TEST(AdvanceRequest, ApprovesOnlyThePhaseAndOperationThatWait) {
   request.operation = "web-2";
   EXPECT_NE(approval_mismatch(request, op).find("approves operation web-2"), std::string::npos);
   request.operation = "web-1";
-  request.action = "teleport";
-  EXPECT_NE(approval_mismatch(request, op).find("\"teleport\""), std::string::npos);
+  request.action = Action::Abort;
+  EXPECT_NE(approval_mismatch(request, op).find("\"abort\" does not approve"), std::string::npos);
 }
 
 Operation waiting_operation() {
@@ -172,7 +176,7 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
 
 TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
   const Operation op = copy_operation(Phase::ScalingDown, 0);
-  AdvanceRequest request{"abort", Phase::Planning, op.id, "alice", "t", "n"};
+  AdvanceRequest request{Action::Abort, Phase::Planning, op.id, "alice", "t", "n"};
   // Written in an earlier phase that is still abortable: taken.
   EXPECT_EQ(abort_mismatch(request, op), "");
   request.operation = "web-00000000";
@@ -181,8 +185,6 @@ TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
   EXPECT_NE(abort_mismatch(request, copy_operation(Phase::Restoring, 2)).find("Restoring"),
             std::string::npos);
   EXPECT_EQ(abort_failure("alice", Phase::BackingUp), "aborted by alice in BackingUp");
-  EXPECT_TRUE(is_abort_failure(abort_failure("alice", Phase::BackingUp)));
-  EXPECT_FALSE(is_abort_failure("copy Job failed"));
   // An approval is not an abort, and the other way round.
   EXPECT_FALSE(approval_mismatch(request, op).empty());
 }
@@ -252,7 +254,7 @@ TEST(SkipStep, CleaningUpWithARestoreNeverVerifiedIsRefused) {
 
 TEST(SkipStep, ARequestMustNameTheOperationAndThePhaseItSkips) {
   const Operation op = restored_operation(Phase::CleaningUp);
-  AdvanceRequest request{"skip", Phase::CleaningUp, op.id, "alice", "t", "n"};
+  AdvanceRequest request{Action::Skip, Phase::CleaningUp, op.id, "alice", "t", "n"};
   EXPECT_EQ(skip_mismatch(request, op), "");
   request.operation = "web-00000000";
   EXPECT_NE(skip_mismatch(request, op).find("skips a step of operation web-00000000"),
@@ -268,10 +270,10 @@ TEST(SkipStep, ARequestMustNameTheOperationAndThePhaseItSkips) {
   request.phase = Phase::Restoring;
   EXPECT_NE(skip_mismatch(request, restored_operation(Phase::Restoring)).find("empty"),
             std::string::npos);
-  request.action = "abort";
+  request.action = Action::Abort;
   EXPECT_NE(skip_mismatch(request, op).find("not skip"), std::string::npos);
   // A skip is neither an approval nor an abort.
-  request.action = "skip";
+  request.action = Action::Skip;
   request.phase = Phase::CleaningUp;
   EXPECT_FALSE(approval_mismatch(request, op).empty());
   EXPECT_FALSE(abort_mismatch(request, op).empty());
@@ -425,12 +427,12 @@ TEST(Resume, RestoringNeedsEveryRecreatedClaimAndEveryBackupNotYetRestoredAndNoJ
   EXPECT_EQ(complete.why(), "");
   EXPECT_TRUE(failed_jobs(complete.op, complete.jobs).empty());
 
-  const AdvanceRequest request{"retry", Phase::Failed, "web-00000000", "alice", "t", "n"};
+  const AdvanceRequest request{Action::Retry, Phase::Failed, "web-00000000", "alice", "t", "n"};
   EXPECT_NE(resume_mismatch(request, failed.op, failed.claims, failed.jobs)
                 .find("retries operation web-00000000"),
             std::string::npos);
   AdvanceRequest approve = request;
-  approve.action = "approve";
+  approve.action = Action::Approve;
   approve.operation = failed.op.id;
   EXPECT_NE(resume_mismatch(approve, failed.op, failed.claims, failed.jobs).find("is not retry"),
             std::string::npos);

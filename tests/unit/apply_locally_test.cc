@@ -10,7 +10,7 @@
 #include "adapters/app/cli.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/runtime/leader_election.h"
-#include "engine/advance_request.h"
+#include "engine/actions/request.h"
 #include "engine/events.h"
 #include "engine/k8s_objects.h"
 #include "states/machine.h"

@@ -1,0 +1,313 @@
+// Starting an operation (or refusing to), and continuing one whose state the cluster lost.
+#include "states/reconciler_session.h"
+
+#include "engine/actions/explain.h"
+#include "engine/naming.h"
+#include "engine/timestamp.h"
+#include "engine/planner.h"
+#include "engine/resize_request.h"
+#include "states/machine.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+ReconcileResult Reconciler::Session::start() {
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto classes = steps::list_storage_classes(r_.kube_);
+  if (!classes) return retry("listing storage classes: " + classes.error().message);
+  auto plan = classes->has_value() ? plan_resize(sts_, claims->items, **classes)
+                                   : plan_resize(sts_, claims->items, StorageClassesUnknown{});
+  if (!plan) {
+    note(EventSeverity::Warning, "InvalidResize", plan.error());
+    return terminal(plan.error());
+  }
+  if (!plan->has_value()) return idle();
+  if (auto begun = begin((*plan)->trigger, {events::PhaseChanged{Phase::Pending, Phase::Planning,
+                                                                 PhaseEvent::StartPlanning}});
+      !begun) {
+    return retry(begun.error());
+  }
+  return drive();
+}
+
+std::expected<void, std::string> Reconciler::Session::begin(const std::string& planned,
+                                                            std::vector<Event> events) {
+  const std::string trigger =
+      retry_of_ ? retry_trigger(retry_of_->first, retry_of_->second, planned) : planned;
+  auto replicas = k8s::spec_replicas(sts_);
+  auto uid = k8s::uid(sts_);
+  if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
+  if (retry_replicas_) {
+    replicas = *retry_replicas_;
+  } else if (*replicas == 0) {
+    // An operation whose state was removed (and whose journal is gone, or adopt_unfinished
+    // would have continued it) scaled this set to 0: start from what it started from.
+    auto mark = original_replicas_mark(sts_);
+    if (!mark) return std::unexpected(mark.error());
+    if (mark->has_value() && **mark > 0) {
+      replicas = **mark;
+      note(EventSeverity::Warning, "OriginalReplicasRecovered",
+           "this StatefulSet is at 0 replicas and has no state annotation; the new operation "
+           "starts from the " +
+               std::to_string(**mark) + " replicas recorded in " +
+               std::string{kOriginalReplicasAnnotation} +
+               " by an operation whose state was removed, and scales back to them at its end");
+    }
+  }
+  // A refusal of an earlier request is out of date once an operation starts.
+  if (auto removed = k8s::remove_annotation(sts_, kResizeStatusAnnotation); !removed) {
+    return std::unexpected(removed.error());
+  }
+  // The start's own phase change (Pending -> first phase) is announced by ResizeStarted, so
+  // that every journaled transition has its Event on the StatefulSet.
+  std::string first_transition;
+  for (const Event& event : events) {
+    if (const auto* changed = std::get_if<events::PhaseChanged>(&event)) {
+      first_transition = "; " + std::string{to_string(changed->from)} + " -> " +
+                         std::string{to_string(changed->to)};
+    }
+  }
+  events.insert(events.begin(), events::OperationStarted{trigger, *uid, *replicas});
+  auto adopted = adopt_unannotated_start(events);
+  if (!adopted) return std::unexpected(adopted.error());
+  if (*adopted) {
+    if (auto written = write_annotation(); !written) return written;
+    note(EventSeverity::Normal, "ResizeStarted",
+         "operation " + op_.id + ": " + trigger + first_transition);
+    return {};
+  }
+  const TimePoint now = to_millis(r_.clock_.now());
+  op_ = Operation{};
+  op_.id = make_operation_id(ref_.ns, ref_.name, *uid, now);
+  op_.ns = ref_.ns;
+  op_.statefulset = ref_.name;
+  auto& slot = r_.folded_[op_.id];
+  slot = std::make_unique<Folder>(PhaseMachine::rules());
+  folder_ = slot.get();
+  if (auto committed = commit(events); !committed) return committed;
+  note(EventSeverity::Normal, "ResizeStarted",
+       "operation " + op_.id + ": " + trigger + first_transition);
+  return {};
+}
+
+// Without it, the restarted process would journal a second operation beside the first, which
+// would stay "in progress" in the journal for ever (or, started in the same millisecond, collide
+// with it and be refused). Only a stream holding nothing but this very start is taken over: a
+// different request, or any progress, is another operation's story.
+std::expected<bool, std::string> Reconciler::Session::adopt_unannotated_start(
+    const std::vector<Event>& first_events) {
+  auto operations = r_.journal_.operations();
+  if (!operations) return std::unexpected("journal: " + operations.error().message);
+  const OperationSummary* latest = nullptr;
+  for (const OperationSummary& summary : *operations) {
+    if (summary.ns == ref_.ns && summary.statefulset == ref_.name) latest = &summary;
+  }
+  if (latest == nullptr ||
+      latest->last_sequence != static_cast<std::int64_t>(first_events.size())) {
+    return false;
+  }
+  auto records = r_.journal_.read(latest->operation_id);
+  if (!records) return std::unexpected("journal: " + records.error().message);
+  if (records->size() != first_events.size()) return false;
+  auto folder = std::make_unique<Folder>(PhaseMachine::rules());
+  for (std::size_t i = 0; i < first_events.size(); ++i) {
+    const JournalRecord& record = (*records)[i];
+    if (record.type != event_type(first_events[i]) ||
+        record.data != encode_event_data(first_events[i]) || !folder->apply(record)) {
+      return false;
+    }
+  }
+  auto& slot = r_.folded_[latest->operation_id];
+  slot = std::move(folder);
+  folder_ = slot.get();
+  op_ = *folder_->state();
+  return true;
+}
+
+ReconcileResult Reconciler::Session::start_requested(const std::string& request) {
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto classes = steps::list_storage_classes(r_.kube_);
+  if (!classes) return retry("listing storage classes: " + classes.error().message);
+  auto validated =
+      classes->has_value()
+          ? validate_resize_request(sts_, request, claims->items, **classes)
+          : validate_resize_request(sts_, request, claims->items, StorageClassesUnknown{});
+  if (!validated) return reject_request(validated.error());
+  if (auto begun =
+          begin(validated->trigger, {events::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
+                                                          PhaseEvent::StartTemplateUpdate},
+                                     events::TemplateUpdateRequested{validated->changes}});
+      !begun) {
+    return retry(begun.error());
+  }
+  return drive();
+}
+
+// Nothing but the status annotation changes, and only when the reason is new: the Warning is
+// given once per distinct refusal, not on every reconcile of an unchanged StatefulSet.
+ReconcileResult Reconciler::Session::reject_request(const std::string& reason,
+                                                    std::string_view event_reason) {
+  const std::string status = bounded_status("rejected: " + reason);
+  auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
+  if (current && current->has_value() && **current == status) return terminal(reason);
+  Json updated = sts_;
+  if (auto set = k8s::set_annotation(updated, kResizeStatusAnnotation, status); !set) {
+    return terminal(set.error());
+  }
+  if (auto written = r_.kube_.update(Kind::StatefulSet, updated); !written) {
+    const std::string why = "writing " + std::string{kResizeStatusAnnotation} + " on " +
+                            to_string(ref_) + ": " + written.error().message;
+    // Refused for good (the annotations would pass the API server's size limit): the Event is
+    // then the only word, and retrying would change nothing.
+    if (written.error().code == KubeErrorCode::Invalid) {
+      note(EventSeverity::Warning, event_reason, reason + "; nothing was changed (" + why + ")");
+      return terminal(reason);
+    }
+    return retry(why);
+  }
+  if (event_reason == "InvalidResizeRequest") {
+    note(EventSeverity::Warning, event_reason,
+         "annotation " + std::string{kResizeRequestAnnotation} + ": " + reason +
+             "; nothing was changed");
+  } else {
+    note(EventSeverity::Warning, event_reason, reason + "; nothing was changed");
+  }
+  return terminal(reason);
+}
+
+std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
+  auto operations = r_.journal_.operations();
+  if (!operations) return retry("journal: " + operations.error().message);
+  const OperationSummary* latest = nullptr;
+  for (const OperationSummary& summary : *operations) {
+    if (summary.ns == ref_.ns && summary.statefulset == ref_.name) latest = &summary;
+  }
+  if (latest == nullptr) return std::nullopt;
+  // Completed by another process (another journal): the cluster says it ended.
+  if (last_operation_id(sts_) == latest->operation_id) return std::nullopt;
+  auto view = journal_view(latest->operation_id);
+  if (!view) return view.error();
+  const std::optional<Operation>& journaled = (*view)->state();
+  if (!journaled || is_terminal(journaled->phase)) return std::nullopt;
+  // Before ScalingDown nothing was touched; a start whose annotation was never written is
+  // adopt_unannotated_start's (it compares the request too).
+  if (journaled->phase == Phase::Pending || journaled->phase == Phase::UpdatingTemplate ||
+      journaled->phase == Phase::Planning) {
+    return std::nullopt;
+  }
+  auto uid = k8s::uid(sts_);
+  if (!uid) return retry(uid.error());
+  folder_ = *view;
+  Operation snapshot = *journaled;
+  const bool recreated = snapshot.sts_uid != *uid;
+  snapshot.sts_uid = *uid;
+  if (recreated) {
+    // A generation counts only on the object it was read from: every backup of a source still
+    // intact is taken again before that source may be deleted.
+    for (ClaimPlan& claim : snapshot.claims) {
+      if (!claim.source_deleted) claim.backup_generation = 0;
+    }
+  }
+  std::string message = "operation " + snapshot.id + " had no state on this StatefulSet (" +
+                        (recreated ? std::string{"the StatefulSet was deleted and created again"}
+                                   : std::string{"the state annotation was removed"}) +
+                        "); continuing it from the journal at " +
+                        std::string{to_string(snapshot.phase)} + " with the " +
+                        std::to_string(snapshot.original_replicas) + " replicas it started from";
+  if (!snapshot.sources_intact()) {
+    message +=
+        "; its data is in its backup claims until restored, and stsresize holds the "
+        "StatefulSet at 0 replicas until every restore is verified";
+  }
+  op_ = *journaled;
+  // The StepFailed (not critical) keeps the reason as the operation's warning, which `status`
+  // shows until the phase changes.
+  if (auto appended =
+          append({events::Resumed{snapshot}, events::StepFailed{snapshot.phase, message, false}});
+      !appended) {
+    return retry(appended.error());
+  }
+  if (auto written = write_annotation(); !written) return retry(written.error());
+  note(EventSeverity::Warning, "OperationRecovered", message);
+  return drive();
+}
+
+std::optional<ReconcileResult> Reconciler::Session::refuse_over_unfinished_backups() {
+  ListOptions ours;
+  ours.label_selector = "stsresize.dev/statefulset=" + naming::label_value(ref_.name) +
+                        ",stsresize.dev/purpose=backup";
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
+  if (!claims) return retry("listing backup claims: " + claims.error().message);
+  const std::vector<std::string> backups = unfinished_backups(sts_, claims->items);
+  if (backups.empty()) return std::nullopt;
+  std::string names;
+  std::string arguments;
+  for (const std::string& name : backups) {
+    names += (names.empty() ? "" : ", ") + name;
+    arguments += " " + name;
+  }
+  return reject_request(
+      "backup claims " + names +
+          " hold data of this StatefulSet from an operation that did not complete, and neither "
+          "the StatefulSet's state annotation nor the journal says where that operation stood: "
+          "stsresize starts no operation until they are gone; if a source claim was replaced, "
+          "its data is in that backup claim: copy it back (or keep it), then delete the backup "
+          "claims (kubectl -n " +
+          ref_.ns + " delete pvc" + arguments + ")",
+      "UnfinishedOperation");
+}
+
+std::optional<ReconcileResult> Reconciler::Session::settle_original_replicas_mark() {
+  auto mark = original_replicas_mark(sts_);
+  if (!mark) {
+    return reject_request(mark.error() +
+                              ": stsresize starts no operation from a guess; set it to the "
+                              "replica count the StatefulSet should return to, or remove it",
+                          "InvalidOriginalReplicas");
+  }
+  if (!mark->has_value()) return std::nullopt;
+  auto replicas = k8s::spec_replicas(sts_);
+  if (!replicas) return retry(replicas.error());
+  if (*replicas == 0) return std::nullopt;
+  Json updated = sts_;
+  if (auto removed = k8s::remove_annotation(updated, kOriginalReplicasAnnotation); !removed) {
+    return retry(removed.error());
+  }
+  auto written = r_.kube_.update(Kind::StatefulSet, updated);
+  if (!written) {
+    return retry("removing the out-of-date " + std::string{kOriginalReplicasAnnotation} + ": " +
+                 written.error().message);
+  }
+  sts_ = std::move(*written);
+  return std::nullopt;
+}
+
+std::expected<void, std::string> Reconciler::Session::report_queued_request() {
+  if (sts_.is_null() || is_terminal(op_.phase) || op_.phase == Phase::UpdatingTemplate) return {};
+  if (!resize_request_of(sts_)) return {};
+  // Without the phase: the status is written (and the Event given) once per operation, not
+  // again at each of its phase changes.
+  const std::string status = "queued: operation " + op_.id +
+                             " is running; this request is validated and started when it ends";
+  auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
+  if (current && current->has_value() && **current == status) return {};
+  Json updated = sts_;
+  if (auto set = k8s::set_annotation(updated, kResizeStatusAnnotation, status); !set) {
+    return std::unexpected(set.error());
+  }
+  auto written = r_.kube_.update(Kind::StatefulSet, updated);
+  if (!written) {
+    return std::unexpected("writing " + std::string{kResizeStatusAnnotation} + " on " +
+                           to_string(ref_) + ": " + written.error().message);
+  }
+  sts_ = std::move(*written);
+  note(EventSeverity::Normal, "ResizeRequestQueued",
+       "annotation " + std::string{kResizeRequestAnnotation} + ": operation " + op_.id +
+           " is running (" + std::string{to_string(op_.phase)} +
+           "); this request is validated and started when it ends");
+  return {};
+}
+
+}  // namespace stsresize

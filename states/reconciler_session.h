@@ -1,0 +1,180 @@
+#pragma once
+// Private to states/: one reconcile of one StatefulSet (Reconciler::Session), whose members are
+// defined in three files:
+//   reconciler.cc         the driver: read the state, resume, run the steps, fire the machine,
+//                         journal and annotate each transition and give its Event
+//   operation_start.cc    starting an operation (or refusing to), and continuing one whose state
+//                         the cluster lost
+//   operator_actions.cc   a person's stsresize.dev/advance request (approve, abort, retry, skip),
+//                         decided with engine/actions/rules.h and acted on here
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/actions/request.h"
+#include "engine/actions/rules.h"
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/text.h"
+#include "states/reconciler.h"
+#include "states/step.h"
+
+namespace stsresize {
+
+namespace results {
+
+inline ReconcileResult idle() {
+  return {ReconcileResult::Kind::Idle, Duration{0}, {}};
+}
+inline ReconcileResult requeue(Duration after) {
+  return {ReconcileResult::Kind::RequeueAfter, after, {}};
+}
+inline ReconcileResult retry(std::string message) {
+  return {ReconcileResult::Kind::Retry, Duration{0}, std::move(message)};
+}
+inline ReconcileResult terminal(std::string message) {
+  return {ReconcileResult::Kind::Terminal, Duration{0}, std::move(message)};
+}
+
+// A status annotation holds a refusal, which quotes what it refuses (bounded by quote(), but
+// a refusal may name many things); the API server refuses annotations over 256 KiB in all.
+inline std::string bounded_status(const std::string& text) {
+  return bounded(text, 1024, "... (cut)");
+}
+
+inline std::string state_annotation_of(const Json& statefulset) {
+  auto value = k8s::annotation(statefulset, kStateAnnotation);
+  return value && value->has_value() ? **value : std::string{};
+}
+
+}  // namespace results
+using namespace results;
+
+// One reconcile of one StatefulSet: the operation as it stands, the latest StatefulSet, and the
+// journal stream, kept in step.
+class Reconciler::Session final : public StepJournal {
+ public:
+  // `statefulset` is null when it does not exist (recover() only).
+  Session(Reconciler& owner, ObjectRef ref, Json statefulset)
+      : r_(owner), sts_(std::move(statefulset)), ref_(std::move(ref)) {}
+
+  ReconcileResult run();
+  // The StatefulSet is gone mid-way through UpdatingTemplate: continue `stored`, the operation
+  // recorded in the definition kept in the ConfigMap.
+  ReconcileResult recover(Operation stored) { return resume(std::move(stored)); }
+
+  std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
+                                          std::string_view detail) override {
+    return append({events::ActionIntended{op_.phase, std::string{action}, to_string(target),
+                                          std::string{detail}}});
+  }
+  std::expected<void, std::string> record(const Event& event) override { return commit({event}); }
+  std::expected<void, std::string> note(const Event& event) override { return append({event}); }
+
+ private:
+  ReconcileResult start();
+  ReconcileResult start_requested(const std::string& request);
+  ReconcileResult reject_request(const std::string& reason,
+                                 std::string_view event_reason = "InvalidResizeRequest");
+  // A new operation on sts_: its first events committed (journal, then annotation).
+  std::expected<void, std::string> begin(const std::string& trigger, std::vector<Event> events);
+  // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
+  // a start journaled by a process that died before writing its annotation. op_ is then that
+  // operation, ready for its annotation.
+  std::expected<bool, std::string> adopt_unannotated_start(const std::vector<Event>& first_events);
+  ReconcileResult resume(Operation annotated);
+  // The journal's Folder of operation `id`, from the cache while it is current, else folded
+  // again. An inconsistent stream is reported (JournalInconsistent) and is the error.
+  std::expected<Folder*, ReconcileResult> journal_view(const std::string& id);
+  // No state on the StatefulSet, yet the journal's latest stream for it is an operation that got
+  // past Planning and did not end (the state annotation removed by hand; the StatefulSet deleted
+  // and applied again): forgetting it would leave the data in its backup claims and the set at
+  // 0 replicas, or running on empty claims. It is continued from the journal (Resumed with the
+  // current object's uid, the state written again, a Warning OperationRecovered); the steps set
+  // the fence again. nullopt: there is none.
+  std::optional<ReconcileResult> adopt_unfinished();
+  // No state and nothing to continue in the journal, but backup claims of an operation that did
+  // not complete (unfinished_backups): where that operation stood is lost with its journal, so
+  // no operation starts over them; a Warning and stsresize.dev/resize-status say why and what to
+  // do. nullopt: there are none.
+  std::optional<ReconcileResult> refuse_over_unfinished_backups();
+  // No state: an original-replicas mark left by an operation whose state was removed. Unreadable:
+  // the request is refused (nothing starts from a guess). Next to a StatefulSet that runs
+  // replicas again, it is out of date and removed, so that a later scale to 0 by a person is
+  // not undone. Otherwise nullopt and begin() takes it.
+  std::optional<ReconcileResult> settle_original_replicas_mark();
+  ReconcileResult drive();
+  // A stsresize.dev/resize request on the StatefulSet while op_ runs (not the one op_ applies,
+  // which UpdatingTemplate removes) starts a new operation only once op_ ends: say so, once, in
+  // stsresize.dev/resize-status and with a Normal Event ResizeRequestQueued, instead of silently.
+  std::expected<void, std::string> report_queued_request();
+  // The step is Done with `event`. nullopt: go on — no approval needed (stsresize.dev/mode), or
+  // a person's stsresize.dev/advance approves it, and `approval` then holds the OperatorAction
+  // to journal with the transition. Otherwise the transition waits (ApprovalAwaited journaled
+  // and annotated once, with an AwaitingApproval Event) and this is the reconcile's result.
+  std::optional<ReconcileResult> hold_for_approval(PhaseEvent event, std::vector<Event>& approval);
+  // An advance request that cannot approve what waits: journaled as a refused OperatorAction,
+  // removed from the StatefulSet, and a Warning saying why and what to run.
+  std::expected<void, std::string> refuse_advance(const std::string& text,
+                                                  const std::optional<AdvanceRequest>& request,
+                                                  const std::string& why);
+  std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason,
+                                               std::vector<Event> approval = {});
+  // Before the step runs: a stsresize.dev/advance request that is not an approval of what
+  // waits (an abort, a retry, a skip; anything once the operation has ended) is taken or
+  // refused here (operator_actions.cc). nullopt: go on with the step (op_ may now be in
+  // ScalingBack or Completed).
+  std::optional<ReconcileResult> take_operator_request();
+  // Each decides again with the rule the CLI used (engine/actions/rules.h). Accepted: journaled
+  // as an OperatorAction with what it does, the request removed by the same annotation write.
+  // Refused: refused(). nullopt: the reconcile goes on.
+  //   abort   OperatorAction, StepFailed ("aborted by ...") and PhaseChanged on Abort in one
+  //           append; ScalingBack follows.
+  //   retry   sources intact: the OperatorAction ends op_'s stream and a new operation begins,
+  //           whose first write also removes the label stsresize.dev/failed; sources replaced:
+  //           take_resume.
+  //   resume  the failed Jobs deleted first (the request waits for them to be gone); then the
+  //           OperatorAction and PhaseChanged on Resume in one append, the failure cleared and
+  //           the label removed; the step of the phase it failed in runs again.
+  //   skip    OperatorAction, PhaseChanged on Skip and OperationFinished in one append, and an
+  //           Event StepSkipped naming what is kept.
+  std::optional<ReconcileResult> take_abort(const std::string& text, const AdvanceRequest& request);
+  std::optional<ReconcileResult> take_retry(const std::string& text, const AdvanceRequest& request);
+  std::optional<ReconcileResult> take_resume(const std::string& text,
+                                             const AdvanceRequest& request);
+  std::optional<ReconcileResult> take_skip(const std::string& text, const AdvanceRequest& request);
+  // refuse_advance with the words of `refusal`; nullopt unless the answer could not be written.
+  std::optional<ReconcileResult> refused(const std::string& text, const AdvanceRequest& request,
+                                         const Refusal& refusal);
+
+  // Journal first; then the in-memory state. Refuses what fold would refuse.
+  std::expected<void, std::string> append(const std::vector<Event>& events);
+  // append + the annotation that makes the new state authoritative.
+  std::expected<void, std::string> commit(const std::vector<Event>& events);
+  std::expected<void, std::string> write_annotation();
+
+  void note(EventSeverity severity, std::string_view reason, const std::string& message) {
+    r_.events_.record(ref_, severity, reason, message);
+  }
+
+  Reconciler& r_;
+  Json sts_;
+  ObjectRef ref_;
+  Operation op_;
+  Folder* folder_ = nullptr;  // owned by r_.folded_
+  // The stsresize.dev/advance annotation consumed (accepted or refused): the next annotation
+  // write removes it, if it still holds exactly this text.
+  std::optional<std::string> consumed_advance_;
+  // Set by take_retry: the next annotation write removes the label stsresize.dev/failed, and
+  // begin() names the operation retried and who asked.
+  bool clear_failed_label_ = false;
+  std::optional<std::pair<std::string, std::string>> retry_of_;  // operation, by
+  // Set by take_retry: the replica count the retried operation started from, which the new one
+  // keeps (the StatefulSet may still be at 0 if the failed operation could not scale back).
+  std::optional<std::int32_t> retry_replicas_;
+};
+
+}  // namespace stsresize
