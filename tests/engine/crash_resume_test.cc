@@ -16,6 +16,7 @@
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
 #include "tests/support/resize_world.h"
+#include "tests/support/scratch_dir.h"
 
 namespace stsresize {
 namespace {
@@ -251,8 +252,10 @@ std::unique_ptr<Journal> open_journal(bool sqlite, const std::filesystem::path& 
 }
 
 void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite) {
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto path = dir / ("stsresize-crash-" + std::to_string(::getpid()) + ".db");
+  // A directory of its own (not a pid-named file in /tmp): a -wal left beside a same-named
+  // database by a killed process would be replayed into the new one.
+  const testing_support::ScratchDir scratch;
+  const auto path = scratch.file("journal.db");
   ResizeWorld world;
   world.seed(scenario.expandable, "2Gi", scenario.trigger);
   if (!scenario.mode.empty()) set_mode(world, scenario.mode);
