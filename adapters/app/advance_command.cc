@@ -606,9 +606,8 @@ int approve_branch(const Attempt& at) {
   if (const int written = write(at, text); written != kExitOk) return written;
   at.out << "approved " << transition << " of operation " << op.id << " on " << at.sts() << " as "
          << at.who << *replacing << "\n"
-         << "the controller continues on its next watch event: kubectl -n " << at.target.ns
-         << " get sts " << at.target.name << " -L stsresize.dev/phase -L "
-         << kAwaitingApprovalAnnotation << " -w\n";
+         << "the controller continues on its next watch event: "
+         << watch_hint(at.target.ns, at.target.name) << "\n";
   return kExitOk;
 }
 

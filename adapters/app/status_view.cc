@@ -628,9 +628,8 @@ void describe_operation(std::string& out, const StatusRow& row,
     if (!op.sources_intact()) {
       out +=
           "Source claims were replaced: the data of every claim not yet restored is in its\n"
-          "backup claim:\n  kubectl -n " +
-          op.ns + " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
-          ",stsresize.dev/purpose=backup\n";
+          "backup claim:\n  " +
+          backups_hint(op) + "\n";
     }
     out += "stsresize will not resize this StatefulSet again on its own (label\n" +
            std::string{kFailedLabel} + ").";
