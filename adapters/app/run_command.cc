@@ -28,8 +28,8 @@
 #include "adapters/kube/http_kubernetes.h"
 #include "adapters/metrics/metrics.h"
 #include "adapters/runtime/leader_election.h"
-#include "adapters/runtime/manager.h"
 #include "adapters/runtime/monotonic_clock.h"
+#include "adapters/runtime/shutdown_signal.h"
 #include "engine/naming.h"
 #include "engine/quantity.h"
 

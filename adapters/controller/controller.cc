@@ -2,8 +2,8 @@
 
 #include "adapters/controller/attention.h"
 #include "adapters/runtime/informer.h"
-#include "adapters/runtime/manager.h"
 #include "adapters/runtime/work_queue.h"
+#include "adapters/runtime/worker_pool.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/resize_request.h"

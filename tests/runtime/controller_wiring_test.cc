@@ -11,8 +11,8 @@
 #include "adapters/clock/system_clock.h"
 #include "adapters/fake/fake_kubernetes.h"
 #include "adapters/runtime/informer.h"
-#include "adapters/runtime/manager.h"
 #include "adapters/runtime/work_queue.h"
+#include "adapters/runtime/worker_pool.h"
 
 namespace stsresize::runtime {
 namespace {

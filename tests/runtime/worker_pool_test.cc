@@ -1,4 +1,5 @@
-#include "adapters/runtime/manager.h"
+#include "adapters/runtime/worker_pool.h"
+#include "adapters/runtime/shutdown_signal.h"
 
 #include <gtest/gtest.h>
 
