@@ -3,7 +3,7 @@
 // the caller reads the records (stsresize replay uses the Journal port's query) and renders
 // the result.
 //
-// Every record is validated by the same Folder that rebuilds operations (engine/events.h),
+// Every record is validated by the same Folder that rebuilds operations (engine/fold.h),
 // which checks transitions against the one Boost.MSM table it is given (states/machine.h,
 // PhaseMachine::rules()): replay holds no rules of its own.
 #include <cstdint>
@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/events.h"
+#include "engine/fold.h"
+#include "engine/journal_entries.h"
 #include "engine/operation.h"
 #include "engine/ports/journal.h"
 #include "engine/time.h"
