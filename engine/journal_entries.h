@@ -1,11 +1,15 @@
 #pragma once
-// Event sourcing: everything an operation does is one of these events, appended to the
-// journal BEFORE it is acted on (ActionIntended before a side effect, the fact before the
-// annotation that records it). Folding an operation's events reproduces its state.
+// Event sourcing: everything an operation does is one of these journal entries, appended to
+// the journal BEFORE it is acted on (ActionIntended before a side effect, the fact before the
+// annotation that records it). Folding an operation's entries reproduces its state
+// (engine/fold.h).
+//
+// Adding an entry type: its struct here and in the Event variant, its row in the entry table
+// (journal_entries.cc: name, fields, text) and its fold rule (Folder::apply_event in
+// engine/fold.cc). The compiler asks for the last two once the first is done.
 #include <cstdint>
 #include <expected>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -151,8 +155,14 @@ using Event =
                  events::StepFailed, events::Resumed, events::OperationFinished,
                  events::ApprovalAwaited, events::OperatorAction, events::ClaimDiscarded>;
 
+// The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
+// JSON fields of its payload and its one line of text are declared there once, and these
+// functions are all derived from it.
+
 // "PhaseChanged", ... — the JournalRecord type.
 std::string_view event_type(const Event& event);
+// The payload. A field that a later version added is left out while it holds 0 (as
+// BackupVerified.generation), so a record reads and writes exactly as the older version did.
 Json encode_event_data(const Event& event);
 // Strict: an unknown type or a payload with missing, mistyped or extra fields is an error.
 std::expected<Event, std::string> decode_event(std::string_view type, const Json& data);
@@ -160,11 +170,10 @@ std::expected<Event, std::string> decode_event(const JournalRecord& record);
 
 JournalRecord make_record(const Operation& operation, std::int64_t sequence, TimePoint time,
                           const Event& event);
-// One line for timelines and logs: "ScalingDown -> BackingUp (StepDone)".
+
+// The one line of text people read for an entry: the DETAILS column of `stsresize replay`'s
+// timeline (engine/replay.h) and wherever else one entry is shown.
+// "ScalingDown → BackingUp (StepDone)", "data-web-0: 1,204 files, 1.2 GiB, sha256 3f2a1b2c…".
 std::string describe(const Event& event);
-// "awaiting approval of BackingUp -> Recreating (mode step)"
-std::string describe_awaited(const events::ApprovalAwaited& event);
-// "approve in BackingUp by alice at 2027-...Z" (+ ": refused: <why>")
-std::string describe_operator_action(const events::OperatorAction& event);
 
 }  // namespace stsresize
