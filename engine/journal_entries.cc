@@ -142,8 +142,9 @@ struct Codec<Json> {
 // ---- Fields ----------------------------------------------------------------------------------
 // One field of an entry's payload: its JSON key and the member it is read into and written
 // from. A field that a later version added is `optional`: records written before it have no
-// such key and read as 0, so 0 is not written either (the record stays byte-identical to
-// what the older version wrote) and a present value must be positive.
+// such key and read as the member's default (Value{}), so the default is not written either
+// (such a record stays byte-identical to what the older version wrote). Present, it must hold
+// something else, so that each value has one spelling; a count must be positive.
 template <class Entry, class Value>
 struct Field {
   std::string_view key;
@@ -156,21 +157,18 @@ constexpr Field<Entry, Value> field(std::string_view key, Value Entry::*member) 
   return {key, member};
 }
 
+template <class Entry, class Value>
+constexpr Field<Entry, Value> added_field(std::string_view key, Value Entry::*member) {
+  return {key, member, true};
+}
+
 template <class Value>
 constexpr bool kIsCount = std::is_integral_v<Value> && !std::is_same_v<Value, bool>;
 
 template <class Entry, class Value>
-constexpr Field<Entry, Value> added_count(std::string_view key, Value Entry::*member) {
-  static_assert(kIsCount<Value>, "only a count can be left out while 0");
-  return {key, member, true};
-}
-
-template <class Entry, class Value>
 void write_field(Json& data, const Entry& entry, const Field<Entry, Value>& field) {
   const Value& value = entry.*field.member;
-  if constexpr (kIsCount<Value>) {
-    if (field.optional && value == 0) return;
-  }
+  if (field.optional && value == Value{}) return;
   data[std::string{field.key}] = Codec<Value>::encode(value);
 }
 
@@ -179,10 +177,12 @@ void read_field(StrictObject& in, Entry& entry, const Field<Entry, Value>& field
   if (field.optional && (!in.ok() || !in.has(field.key))) return;
   Value& value = entry.*field.member;
   value = Codec<Value>::decode(in, field.key);
+  if (!field.optional || !in.ok()) return;
   if constexpr (kIsCount<Value>) {
-    if (field.optional && in.ok() && value <= 0) {
-      in.fail(in.where() + ": " + std::string{field.key} + " must be positive");
-    }
+    if (value <= 0) in.fail(in.where() + ": " + std::string{field.key} + " must be positive");
+  } else if (value == Value{}) {
+    in.fail(in.where() + ": " + std::string{field.key} + " is written only when it is not " +
+            Codec<Value>::encode(value).dump());
   }
 }
 
@@ -361,7 +361,7 @@ struct EntryType<BackupVerified> {
   static constexpr auto fields = std::tuple{
       field("claim", &BackupVerified::claim),
       field("summary", &BackupVerified::summary),
-      added_count("generation", &BackupVerified::generation),
+      added_field("generation", &BackupVerified::generation),
   };
   static std::string text(const BackupVerified& e) { return e.claim + ": " + tree(e.summary); }
 };
@@ -459,7 +459,8 @@ struct EntryType<ApprovalAwaited> {
       field("event", &ApprovalAwaited::event),
       field("mode", &ApprovalAwaited::mode),
   };
-  // "->", not the "→" of PhaseChanged: the golden timelines show it so.
+  // "->", not PhaseChanged's "→": the wording replay has always shown here, and the one
+  // `stsresize status` uses for the same wait.
   static std::string text(const ApprovalAwaited& e) {
     return "awaiting approval of " + transition(e.from, e.to, " -> ") + " (mode " + e.mode + ")";
   }

@@ -161,8 +161,8 @@ using Event =
 
 // "PhaseChanged", ... — the JournalRecord type.
 std::string_view event_type(const Event& event);
-// The payload. A field that a later version added is left out while it holds 0 (as
-// BackupVerified.generation), so a record reads and writes exactly as the older version did.
+// The payload. A field that a later version added is left out while it holds its default (as
+// BackupVerified.generation while 0), so such a record is the bytes the older version wrote.
 Json encode_event_data(const Event& event);
 // Strict: an unknown type or a payload with missing, mistyped or extra fields is an error.
 std::expected<Event, std::string> decode_event(std::string_view type, const Json& data);
