@@ -3,7 +3,7 @@
 // the caller reads the records (stsresize replay uses the Journal port's query) and renders
 // the result.
 //
-// Every record is validated by the same Folder that rebuilds operations (engine/events.h),
+// Every record is validated by the same Folder that rebuilds operations (engine/fold.h),
 // which checks transitions against the one Boost.MSM table it is given (states/machine.h,
 // PhaseMachine::rules()): replay holds no rules of its own.
 #include <cstdint>
@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/events.h"
+#include "engine/fold.h"
+#include "engine/journal_entries.h"
 #include "engine/operation.h"
 #include "engine/ports/journal.h"
 #include "engine/time.h"
@@ -30,8 +31,8 @@ struct TimelineRow {
   std::optional<Phase> phase_before;
   Phase phase_after = Phase::Pending;
   std::string event_type;  // "PhaseChanged", ...
-  // Short, for people: "ScalingDown → BackingUp (StepDone)",
-  // "data-web-0: 1,204 files, 1.2 GiB, sha256 3f2a1b2c…".
+  // describe(entry) (engine/journal_entries.h): "ScalingDown → BackingUp (StepDone)"; a
+  // Resumed that leads the journal also says so.
   std::string details;
   // The whole state before and after the record; only when replay() was asked to keep them
   // (ReplayStates::Kept, for `stsresize replay --step`). state_before is nullopt before the
@@ -106,9 +107,6 @@ inline constexpr std::string_view kMissingRecordType = "(missing)";
 Replay replay(std::span<const JournalRecord> records, const TransitionRules& rules,
               const ReplayFilter& filter = {}, ReplayStates states = ReplayStates::Omitted,
               std::span<const OperationSummary> heads = {});
-
-// The details text of one event (the DETAILS column).
-std::string timeline_details(const Event& event);
 
 // How far one claim got, derived from its progress fields: on the Copy path "planned",
 // "backed up", "source deleted", "recreated", "restored"; on the Expand path "planned",

@@ -78,6 +78,41 @@ TEST(EventCodec, RefusesUnknownTypeExtraMissingAndMistypedFields) {
   EXPECT_NE(e4.error().find("Nowhere"), std::string::npos) << e4.error();
 }
 
+// Journals outlive versions: the payloads are pinned to the bytes the if-chain codec wrote
+// before the entry table replaced it.
+TEST(EventCodec, WritesTheBytesEarlierVersionsWrote) {
+  const TreeSummary summary{2, 512, "ab"};
+  EXPECT_EQ(encode_event_data(events::OperationStarted{"grew", "uid-1", 3}).dump(),
+            R"({"originalReplicas":3,"stsUid":"uid-1","trigger":"grew"})");
+  EXPECT_EQ(encode_event_data(
+                events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy})
+                .dump(),
+            R"({"event":"PlannedCopy","from":"Planning","to":"ScalingDown"})");
+  EXPECT_EQ(encode_event_data(events::BackupVerified{"c", summary, 0}).dump(),
+            R"({"claim":"c","summary":{"bytes":512,"digest":"ab","files":2}})");
+  EXPECT_EQ(encode_event_data(events::BackupVerified{"c", summary, 7}).dump(),
+            R"({"claim":"c","generation":7,"summary":{"bytes":512,"digest":"ab","files":2}})");
+  EXPECT_EQ(
+      encode_event_data(events::OperatorAction{"skip", Phase::Expanding, "alice", "t", "n1", ""})
+          .dump(),
+      R"({"action":"skip","at":"t","by":"alice","nonce":"n1","phase":"Expanding","refused":""})");
+  EXPECT_EQ(encode_event_data(events::Planned{Path::Copy, {}}).dump(),
+            R"({"claims":[],"path":"Copy"})");
+
+  // The generation that later versions added: absent reads as 0, present must be positive.
+  Json present = encode_event_data(events::BackupVerified{"c", summary, 7});
+  present["generation"] = 0;
+  auto zero = decode_event("BackupVerified", present);
+  ASSERT_FALSE(zero);
+  EXPECT_NE(zero.error().find("generation must be positive"), std::string::npos) << zero.error();
+  auto replicas = decode_event(
+      "OperationStarted",
+      Json{{"trigger", ""}, {"stsUid", "u"}, {"originalReplicas", std::int64_t{1} << 31}});
+  ASSERT_FALSE(replicas);
+  EXPECT_NE(replicas.error().find("originalReplicas out of range"), std::string::npos)
+      << replicas.error();
+}
+
 TEST(Fold, AnAwaitedApprovalIsClearedByThePhaseChangeItHeld) {
   JournalBuilder b;
   b.add(events::OperationStarted{"grew", "uid-1", 3});

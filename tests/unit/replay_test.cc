@@ -310,13 +310,13 @@ TEST(Replay, LargePlansAreAbbreviated) {
 TEST(TimelineDetails, StorageClassChangeAndFailuresAreSpelledOut) {
   ClaimPlan claim = sample_claim("data", 0);
   claim.to_class = "fast";
-  EXPECT_EQ(timeline_details(events::Planned{Path::Copy, {claim}}),
+  EXPECT_EQ(describe(events::Planned{Path::Copy, {claim}}),
             "Copy path, 1 claim: data-web-0 1Gi standard → 2Gi fast");
-  EXPECT_EQ(timeline_details(events::StepFailed{Phase::BackingUp, "copy job failed", true}),
+  EXPECT_EQ(describe(events::StepFailed{Phase::BackingUp, "copy job failed", true}),
             "critical: copy job failed");
-  EXPECT_EQ(timeline_details(events::StepFailed{Phase::BackingUp, "conflict", false}),
+  EXPECT_EQ(describe(events::StepFailed{Phase::BackingUp, "conflict", false}),
             "transient: conflict");
-  EXPECT_EQ(timeline_details(events::BackupVerified{"c", TreeSummary{2, 512, "ab"}}),
+  EXPECT_EQ(describe(events::BackupVerified{"c", TreeSummary{2, 512, "ab"}}),
             "c: 2 files, 512 B, sha256 ab");
 }
 

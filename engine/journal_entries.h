@@ -1,0 +1,179 @@
+#pragma once
+// Event sourcing: everything an operation does is one of these journal entries, appended to
+// the journal BEFORE it is acted on (ActionIntended before a side effect, the fact before the
+// annotation that records it). Folding an operation's entries reproduces its state
+// (engine/fold.h).
+//
+// Adding an entry type: its struct here and in the Event variant, its row in the entry table
+// (journal_entries.cc: name, fields, text) and its fold rule (Folder::apply_event in
+// engine/fold.cc). The compiler asks for the last two once the first is done.
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/operation.h"
+#include "engine/ports/journal.h"
+
+namespace stsresize {
+
+namespace events {
+
+struct OperationStarted {
+  std::string trigger;  // why, for people: "template data grew to 2Gi"
+  std::string sts_uid;
+  std::int32_t original_replicas = 0;
+  friend bool operator==(const OperationStarted&, const OperationStarted&) = default;
+};
+// Explicit request (engine/resize_request.h): the validated template changes, journaled with
+// the start of the operation.
+struct TemplateUpdateRequested {
+  std::vector<TemplateChange> changes;
+  friend bool operator==(const TemplateUpdateRequested&, const TemplateUpdateRequested&) = default;
+};
+// The complete new StatefulSet (what will be created after the delete), journaled before it is
+// written to the ConfigMap `config_map` and before the old object is deleted. Changes nothing
+// in the operation: it is the journal's copy of the definition.
+struct DefinitionSaved {
+  std::string config_map;
+  Json definition;
+  friend bool operator==(const DefinitionSaved&, const DefinitionSaved&) = default;
+};
+// The StatefulSet was re-created from the definition: the operation follows the new object.
+struct StatefulSetRecreated {
+  std::string uid;
+  friend bool operator==(const StatefulSetRecreated&, const StatefulSetRecreated&) = default;
+};
+struct Planned {
+  Path path = Path::Undecided;
+  std::vector<ClaimPlan> claims;
+  friend bool operator==(const Planned&, const Planned&) = default;
+};
+struct PhaseChanged {
+  Phase from = Phase::Pending;
+  Phase to = Phase::Pending;
+  PhaseEvent event = PhaseEvent::StepDone;
+  friend bool operator==(const PhaseChanged&, const PhaseChanged&) = default;
+};
+// Appended before every mutating Kubernetes call: "I am about to do this".
+struct ActionIntended {
+  Phase phase = Phase::Pending;
+  std::string action;  // "create", "delete", "update", "patch"
+  std::string target;  // to_string(ObjectRef)
+  std::string detail;
+  friend bool operator==(const ActionIntended&, const ActionIntended&) = default;
+};
+struct BackupVerified {
+  std::string claim;
+  TreeSummary summary;
+  // The StatefulSet's metadata.generation the copy was fenced at (ClaimPlan::backup_generation);
+  // 0 in records written before it was recorded, and then not encoded.
+  std::int64_t generation = 0;
+  friend bool operator==(const BackupVerified&, const BackupVerified&) = default;
+};
+struct SourceDeleted {
+  std::string claim;
+  friend bool operator==(const SourceDeleted&, const SourceDeleted&) = default;
+};
+struct ClaimRecreated {
+  std::string claim;
+  std::string uid;
+  friend bool operator==(const ClaimRecreated&, const ClaimRecreated&) = default;
+};
+// A recreated claim given up before its restore was verified (Restoring): its restore could not
+// run, or it was deleted. It is recreated again (RecreateAgain); it held nothing verified.
+struct ClaimDiscarded {
+  std::string claim;
+  std::string uid;
+  std::string reason;
+  friend bool operator==(const ClaimDiscarded&, const ClaimDiscarded&) = default;
+};
+struct RestoreVerified {
+  std::string claim;
+  TreeSummary summary;
+  friend bool operator==(const RestoreVerified&, const RestoreVerified&) = default;
+};
+struct ClaimExpanded {
+  std::string claim;
+  friend bool operator==(const ClaimExpanded&, const ClaimExpanded&) = default;
+};
+struct StepFailed {
+  Phase phase = Phase::Pending;
+  std::string reason;
+  bool critical = false;
+  friend bool operator==(const StepFailed&, const StepFailed&) = default;
+};
+// The annotation state the engine continues from, when the journal had no records for the
+// operation or disagreed with the annotation (which is authoritative).
+struct Resumed {
+  Operation snapshot;
+  friend bool operator==(const Resumed&, const Resumed&) = default;
+};
+// The engine holds the transition from -> to until a person approves it (the StatefulSet's
+// stsresize.dev/mode, engine/actions/request.h, says which transitions wait). The transition
+// must be one the rules allow from the current phase.
+struct ApprovalAwaited {
+  Phase from = Phase::Pending;
+  Phase to = Phase::Pending;
+  PhaseEvent event = PhaseEvent::StepDone;
+  std::string mode;  // "manual", "step"
+  friend bool operator==(const ApprovalAwaited&, const ApprovalAwaited&) = default;
+};
+// A person's `stsresize advance`, read from the stsresize.dev/advance annotation: who, when,
+// for which phase, and whether the engine accepted it. An accepted approval is journaled in
+// the same append as the PhaseChanged it allows; an accepted abort in the same append as the
+// StepFailed ("aborted by ...") and the PhaseChanged on Abort; an accepted skip in the same
+// append as the PhaseChanged on Skip (and OperationFinished); an accepted retry of an
+// operation whose sources are intact ends the stream of the Failed operation, whose successor
+// names it in its trigger; an accepted retry of one whose sources were replaced is in the same
+// append as the PhaseChanged on Resume back to the phase it failed in. It changes nothing
+// else.
+struct OperatorAction {
+  std::string action;            // "approve", "abort", "retry", "skip"
+  Phase phase = Phase::Pending;  // the phase the person saw (waiting, for an approval)
+  std::string by;                // kubeconfig user or --as
+  std::string at;                // RFC 3339, from the request
+  std::string nonce;             // the request's, to tell two requests apart
+  std::string refused;           // why it was refused; empty: accepted
+  friend bool operator==(const OperatorAction&, const OperatorAction&) = default;
+};
+struct OperationFinished {
+  Phase outcome = Phase::Completed;
+  friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
+};
+
+}  // namespace events
+
+using Event =
+    std::variant<events::OperationStarted, events::TemplateUpdateRequested, events::DefinitionSaved,
+                 events::StatefulSetRecreated, events::Planned, events::PhaseChanged,
+                 events::ActionIntended, events::BackupVerified, events::SourceDeleted,
+                 events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
+                 events::StepFailed, events::Resumed, events::OperationFinished,
+                 events::ApprovalAwaited, events::OperatorAction, events::ClaimDiscarded>;
+
+// The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
+// JSON fields of its payload and its one line of text are declared there once, and these
+// functions are all derived from it.
+
+// "PhaseChanged", ... — the JournalRecord type.
+std::string_view event_type(const Event& event);
+// The payload. A field that a later version added is left out while it holds its default (as
+// BackupVerified.generation while 0), so such a record is the bytes the older version wrote.
+Json encode_event_data(const Event& event);
+// Strict: an unknown type or a payload with missing, mistyped or extra fields is an error.
+std::expected<Event, std::string> decode_event(std::string_view type, const Json& data);
+std::expected<Event, std::string> decode_event(const JournalRecord& record);
+
+JournalRecord make_record(const Operation& operation, std::int64_t sequence, TimePoint time,
+                          const Event& event);
+
+// The one line of text people read for an entry: the DETAILS column of `stsresize replay`'s
+// timeline (engine/replay.h) and wherever else one entry is shown.
+// "ScalingDown → BackingUp (StepDone)", "data-web-0: 1,204 files, 1.2 GiB, sha256 3f2a1b2c…".
+std::string describe(const Event& event);
+
+}  // namespace stsresize
