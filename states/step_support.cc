@@ -326,4 +326,17 @@ std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& 
   return true;
 }
 
+std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
+                                               std::initializer_list<ObjectRef> refs,
+                                               bool& lingering) {
+  for (const ObjectRef& ref : refs) {
+    bool acted = false;
+    auto exists = delete_ours(ctx, ref, acted);
+    if (!exists) return exists.error();
+    if (acted) return StepOutcome::waiting(Duration{0});
+    lingering = lingering || *exists;
+  }
+  return std::nullopt;
+}
+
 }  // namespace stsresize::steps

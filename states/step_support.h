@@ -2,6 +2,7 @@
 // Small helpers shared by the steps: reading objects that may not exist, recognising the
 // objects this operation created, turning API errors into outcomes.
 #include <expected>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,5 +108,11 @@ std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(Step
 
 // Deletes an object this operation created (intend + delete). Returns true while it exists.
 std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted);
+// delete_ours for `refs` in order, at most one delete per call: the outcome to return now
+// (Waiting(0) after a delete, or an error); nullopt when none was deleted. `lingering` becomes
+// true when one of them still exists (being deleted).
+std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
+                                               std::initializer_list<ObjectRef> refs,
+                                               bool& lingering);
 
 }  // namespace stsresize::steps
