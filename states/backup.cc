@@ -111,15 +111,11 @@ StepOutcome backup_step(StepContext& ctx) {
     auto backup = get_optional(ctx, backup_ref);
     if (!backup) return backup.error();
     if (!backup->has_value()) {
-      if (auto intended =
-              ctx.journal.intend("create", backup_ref,
-                                 "backup of " + claim.claim + ", " + claim.from_size.to_string());
-          !intended) {
-        return StepOutcome::transient(intended.error());
-      }
-      auto created = ctx.kube.create(Kind::PersistentVolumeClaim, backup_claim_body(ctx.op, claim));
-      if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
-        return from_error(created.error(), "creating " + to_string(backup_ref));
+      if (auto created =
+              create_intended(ctx, backup_ref, backup_claim_body(ctx.op, claim),
+                              "backup of " + claim.claim + ", " + claim.from_size.to_string());
+          !created) {
+        return created.error();
       }
       return StepOutcome::waiting(Duration{0});
     }
@@ -133,12 +129,8 @@ StepOutcome backup_step(StepContext& ctx) {
     if (copy->created) return StepOutcome::waiting(Duration{0});
     if (copy->running) ++running;
     if (copy->summary) {
-      if (auto recorded = ctx.journal.record(
-              events::BackupVerified{claim.claim, copy->summary->source, generation});
-          !recorded) {
-        return StepOutcome::transient(recorded.error());
-      }
-      return StepOutcome::waiting(Duration{0});
+      return record_and_continue(
+          ctx, events::BackupVerified{claim.claim, copy->summary->source, generation});
     }
   }
   if (all_verified) return StepOutcome::done();

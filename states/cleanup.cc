@@ -10,13 +10,11 @@ StepOutcome cleanup_step(StepContext& ctx) {
   using namespace steps;
   bool lingering = false;
   for (const ClaimPlan& claim : ctx.op.claims) {
-    for (const std::string& job :
-         {naming::backup_job(claim.claim), naming::restore_job(claim.claim)}) {
-      bool acted = false;
-      auto exists = delete_ours(ctx, job_ref(ctx.op, job), acted);
-      if (!exists) return exists.error();
-      if (acted) return StepOutcome::waiting(Duration{0});
-      lingering = lingering || *exists;
+    if (auto now = delete_ours_in_turn(ctx,
+                                       {job_ref(ctx.op, naming::backup_job(claim.claim)),
+                                        job_ref(ctx.op, naming::restore_job(claim.claim))},
+                                       lingering)) {
+      return *now;
     }
     const ObjectRef backup = claim_ref(ctx.op, naming::backup_claim(claim.claim));
     if (!claim.restore_verified) {
@@ -28,11 +26,7 @@ StepOutcome cleanup_step(StepContext& ctx) {
       }
       continue;
     }
-    bool acted = false;
-    auto exists = delete_ours(ctx, backup, acted);
-    if (!exists) return exists.error();
-    if (acted) return StepOutcome::waiting(Duration{0});
-    lingering = lingering || *exists;
+    if (auto now = delete_ours_in_turn(ctx, {backup}, lingering)) return *now;
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
   return StepOutcome::done();

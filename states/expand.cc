@@ -34,10 +34,7 @@ StepOutcome expand_step(StepContext& ctx) {
       return StepOutcome::waiting(Duration{0});
     }
     if (capacity->has_value() && **capacity >= claim.to_size) {
-      if (auto recorded = ctx.journal.record(events::ClaimExpanded{claim.claim}); !recorded) {
-        return StepOutcome::transient(recorded.error());
-      }
-      return StepOutcome::waiting(Duration{0});
+      return record_and_continue(ctx, events::ClaimExpanded{claim.claim});
     }
     return StepOutcome::waiting(ctx.settings.poll_interval, "volume expanding");
   }

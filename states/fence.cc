@@ -165,13 +165,7 @@ StepOutcome report_held_source(StepContext& ctx, const HeldSource& held) {
       "the pod; then scale the StatefulSet to 0, and the resize goes on from the backup, "
       "without them";
   if (!ctx.op.warning.starts_with(prefix)) {
-    if (auto recorded = ctx.journal.record(events::StepFailed{ctx.op.phase, why, false});
-        !recorded) {
-      return StepOutcome::transient(recorded.error());
-    }
-    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "SourceHeldByPod",
-                      "operation " + ctx.op.id + ": " + why);
-    return StepOutcome::waiting(Duration{0});
+    return warn_and_continue(ctx, ctx.op.phase, "SourceHeldByPod", why);
   }
   return StepOutcome::waiting(ctx.settings.poll_interval,
                               held.claim + " is being deleted under " + held.pod);
@@ -184,13 +178,7 @@ StepOutcome restore_fence(StepContext& ctx, const FenceBreach& breach) {
                           "at 0 replicas until every restore is verified";
   // Once per phase: the breach's detail changes as pods go (replicas, then a pod, ...).
   if (!ctx.op.warning.starts_with(prefix)) {
-    if (auto recorded = ctx.journal.record(events::StepFailed{ctx.op.phase, why, false});
-        !recorded) {
-      return StepOutcome::transient(recorded.error());
-    }
-    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "FenceRestored",
-                      "operation " + ctx.op.id + ": " + why);
-    return StepOutcome::waiting(Duration{0});
+    return warn_and_continue(ctx, ctx.op.phase, "FenceRestored", why);
   }
   if (auto acted = set_replicas(ctx, 0)) return *acted;
   return StepOutcome::waiting(

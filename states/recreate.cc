@@ -60,12 +60,7 @@ StepOutcome delete_source(StepContext& ctx, const ClaimPlan& claim) {
   const ObjectRef ref = claim_ref(ctx.op, claim.claim);
   auto source = get_optional(ctx, ref);
   if (!source) return source.error();
-  if (!source->has_value()) {
-    if (auto recorded = ctx.journal.record(events::SourceDeleted{claim.claim}); !recorded) {
-      return StepOutcome::transient(recorded.error());
-    }
-    return StepOutcome::waiting(Duration{0});
-  }
+  if (!source->has_value()) return record_and_continue(ctx, events::SourceDeleted{claim.claim});
   auto uid = k8s::uid(**source);
   if (!uid) return malformed(uid.error());
   if (*uid != claim.source_uid) {
@@ -87,18 +82,14 @@ StepOutcome delete_source(StepContext& ctx, const ClaimPlan& claim) {
     return StepOutcome::waiting(ctx.settings.poll_interval, "source claim finalizing");
   }
   if (auto refused = refuse_delete(ctx, claim)) return *refused;
-  if (auto intended =
-          ctx.journal.intend("delete", ref,
-                             "backup verified: " + std::to_string(claim.backup_verified->files) +
-                                 " files, digest " + claim.backup_verified->digest.substr(0, 12));
-      !intended) {
-    return StepOutcome::transient(intended.error());
-  }
-  DeleteOptions options;
-  options.uid = claim.source_uid;
-  auto removed = ctx.kube.remove(ref, options);
-  if (!removed && removed.error().code != KubeErrorCode::NotFound) {
-    return from_error(removed.error(), "deleting " + to_string(ref));
+  // Not delete_ours: the source is the application's claim, not an object this operation
+  // created; the uid precondition is the planned source's.
+  if (auto removed =
+          delete_intended(ctx, ref, claim.source_uid, Propagation::Default,
+                          "backup verified: " + std::to_string(claim.backup_verified->files) +
+                              " files, digest " + claim.backup_verified->digest.substr(0, 12));
+      !removed) {
+    return removed.error();
   }
   return StepOutcome::waiting(Duration{0});
 }
@@ -108,15 +99,11 @@ StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
   auto existing = get_optional(ctx, ref);
   if (!existing) return existing.error();
   if (!existing->has_value()) {
-    if (auto intended = ctx.journal.intend(
-            "create", ref, claim.to_size.to_string() + ", class \"" + claim.to_class + "\"");
-        !intended) {
-      return StepOutcome::transient(intended.error());
-    }
-    auto created =
-        ctx.kube.create(Kind::PersistentVolumeClaim, recreated_claim_body(ctx.op, claim));
-    if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
-      return from_error(created.error(), "creating " + to_string(ref));
+    if (auto created =
+            create_intended(ctx, ref, recreated_claim_body(ctx.op, claim),
+                            claim.to_size.to_string() + ", class \"" + claim.to_class + "\"");
+        !created) {
+      return created.error();
     }
     return StepOutcome::waiting(Duration{0});
   }
@@ -131,10 +118,7 @@ StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
   }
   auto uid = k8s::uid(**existing);
   if (!uid) return malformed(uid.error());
-  if (auto recorded = ctx.journal.record(events::ClaimRecreated{claim.claim, *uid}); !recorded) {
-    return StepOutcome::transient(recorded.error());
-  }
-  return StepOutcome::waiting(Duration{0});
+  return record_and_continue(ctx, events::ClaimRecreated{claim.claim, *uid});
 }
 
 }  // namespace

@@ -54,14 +54,11 @@ StepOutcome restore_step(StepContext& ctx) {
       auto job = delete_ours(ctx, job_ref(ctx.op, naming::restore_job(claim.claim)), acted);
       if (!job) return job.error();
       if (acted) return StepOutcome::waiting(Duration{0});
-      if (auto recorded = ctx.journal.record(events::ClaimDiscarded{
-              claim.claim, claim.recreated_uid,
-              target->has_value() ? "being deleted before its restore was verified"
-                                  : "deleted before its restore was verified"});
-          !recorded) {
-        return StepOutcome::transient(recorded.error());
-      }
-      return StepOutcome::waiting(Duration{0});
+      return record_and_continue(
+          ctx, events::ClaimDiscarded{claim.claim, claim.recreated_uid,
+                                      target->has_value()
+                                          ? "being deleted before its restore was verified"
+                                          : "deleted before its restore was verified"});
     }
     // A claim a pod of the application used first (the fence was broken) is bound where that pod
     // ran; with node- or zone-bound volumes its restore, which also mounts the backup, can then
@@ -71,17 +68,14 @@ StepOutcome restore_step(StepContext& ctx) {
     auto unplaceable = copy_pod_unplaceable(ctx, naming::restore_job(claim.claim));
     if (!unplaceable) return unplaceable.error();
     if (unplaceable->has_value()) {
-      const ObjectRef ref = claim_ref(ctx.op, claim.claim);
-      if (auto intended = ctx.journal.intend("delete", ref,
-                                             "its restore cannot be scheduled: " + **unplaceable);
-          !intended) {
-        return StepOutcome::transient(intended.error());
-      }
-      DeleteOptions options;
-      options.uid = claim.recreated_uid;
-      auto removed = ctx.kube.remove(ref, options);
-      if (!removed && removed.error().code != KubeErrorCode::NotFound) {
-        return from_error(removed.error(), "deleting " + to_string(ref));
+      // Not delete_ours: a recreated claim is the application's (it carries recreated-by, not
+      // the operation annotation that marks what cleanup removes), and the uid precondition is
+      // the one recorded in ClaimRecreated, not whatever has that name now.
+      if (auto removed = delete_intended(ctx, claim_ref(ctx.op, claim.claim), claim.recreated_uid,
+                                         Propagation::Default,
+                                         "its restore cannot be scheduled: " + **unplaceable);
+          !removed) {
+        return removed.error();
       }
       return StepOutcome::waiting(Duration{0});
     }
@@ -103,12 +97,8 @@ StepOutcome restore_step(StepContext& ctx) {
         return StepOutcome::critical("restore of " + claim.claim +
                                      ": the backup no longer matches what was verified");
       }
-      if (auto recorded =
-              ctx.journal.record(events::RestoreVerified{claim.claim, copy->summary->destination});
-          !recorded) {
-        return StepOutcome::transient(recorded.error());
-      }
-      return StepOutcome::waiting(Duration{0});
+      return record_and_continue(ctx,
+                                 events::RestoreVerified{claim.claim, copy->summary->destination});
     }
   }
   if (all_verified) return StepOutcome::done();

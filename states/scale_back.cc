@@ -25,14 +25,12 @@ StepOutcome scale_back_step(StepContext& ctx) {
 
   bool lingering = false;
   for (const ClaimPlan& claim : ctx.op.claims) {
-    for (const ObjectRef& ref : {job_ref(ctx.op, naming::backup_job(claim.claim)),
-                                 job_ref(ctx.op, naming::restore_job(claim.claim)),
-                                 claim_ref(ctx.op, naming::backup_claim(claim.claim))}) {
-      bool acted = false;
-      auto exists = delete_ours(ctx, ref, acted);
-      if (!exists) return exists.error();
-      if (acted) return StepOutcome::waiting(Duration{0});
-      lingering = lingering || *exists;
+    if (auto now = delete_ours_in_turn(ctx,
+                                       {job_ref(ctx.op, naming::backup_job(claim.claim)),
+                                        job_ref(ctx.op, naming::restore_job(claim.claim)),
+                                        claim_ref(ctx.op, naming::backup_claim(claim.claim))},
+                                       lingering)) {
+      return *now;
     }
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");

@@ -20,13 +20,7 @@ StepOutcome scale_up_step(StepContext& ctx) {
             std::chrono::duration_cast<std::chrono::minutes>(ctx.settings.scale_up_timeout)
                 .count()) +
         " minutes after scaling up; the data is restored and verified, still waiting";
-    if (auto recorded = ctx.journal.record(events::StepFailed{Phase::ScalingUp, reason, false});
-        !recorded) {
-      return StepOutcome::transient(recorded.error());
-    }
-    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "ScaleUpTimeout",
-                      "operation " + ctx.op.id + ": " + reason);
-    return StepOutcome::waiting(Duration{0});
+    return warn_and_continue(ctx, Phase::ScalingUp, "ScaleUpTimeout", reason);
   }
   return StepOutcome::waiting(ctx.settings.poll_interval, "pods not ready yet");
 }

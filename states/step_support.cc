@@ -83,6 +83,51 @@ ObjectRef statefulset_ref(const Operation& op) {
   return ObjectRef{Kind::StatefulSet, op.ns, op.statefulset};
 }
 
+std::expected<void, StepOutcome> create_intended(StepContext& ctx, const ObjectRef& ref,
+                                                 const Json& object, std::string_view detail) {
+  if (auto intended = ctx.journal.intend("create", ref, detail); !intended) {
+    return std::unexpected(StepOutcome::transient(intended.error()));
+  }
+  auto created = ctx.kube.create(ref.kind, object);
+  if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
+    return std::unexpected(from_error(created.error(), "creating " + to_string(ref)));
+  }
+  return {};
+}
+
+std::expected<void, StepOutcome> delete_intended(StepContext& ctx, const ObjectRef& ref,
+                                                 const std::optional<std::string>& uid,
+                                                 Propagation propagation, std::string_view detail) {
+  if (auto intended = ctx.journal.intend("delete", ref, detail); !intended) {
+    return std::unexpected(StepOutcome::transient(intended.error()));
+  }
+  DeleteOptions options;
+  options.propagation = propagation;
+  options.uid = uid;
+  auto removed = ctx.kube.remove(ref, options);
+  if (!removed && removed.error().code != KubeErrorCode::NotFound) {
+    return std::unexpected(from_error(removed.error(), "deleting " + to_string(ref)));
+  }
+  return {};
+}
+
+StepOutcome record_and_continue(StepContext& ctx, const Event& event) {
+  if (auto recorded = ctx.journal.record(event); !recorded) {
+    return StepOutcome::transient(recorded.error());
+  }
+  return StepOutcome::waiting(Duration{0});
+}
+
+StepOutcome warn_and_continue(StepContext& ctx, Phase phase, std::string_view reason,
+                              const std::string& why) {
+  StepOutcome outcome = record_and_continue(ctx, events::StepFailed{phase, why, false});
+  if (outcome.is(StepOutcome::Kind::Waiting)) {
+    ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, reason,
+                      "operation " + ctx.op.id + ": " + why);
+  }
+  return outcome;
+}
+
 std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas) {
   auto current = k8s::spec_replicas(ctx.statefulset);
   if (!current) return malformed(current.error());
@@ -177,11 +222,7 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   CopyProgress progress;
   if (!existing->has_value()) {
     if (!may_start) return progress;
-    if (auto intended = ctx.journal.intend(
-            "create", ref, purpose + " " + source_claim + " -> " + destination_claim);
-        !intended) {
-      return std::unexpected(StepOutcome::transient(intended.error()));
-    }
+    // Built before the intent is journaled: a Job that cannot be built is never intended.
     Json job = build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
                                              ctx.op.id, ctx.op.statefulset, purpose},
                               ctx.settings.copy_job);
@@ -190,9 +231,10 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
         !set) {
       return std::unexpected(malformed(set.error()));
     }
-    auto created = ctx.kube.create(Kind::Job, job);
-    if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
-      return std::unexpected(from_error(created.error(), "creating " + to_string(ref)));
+    if (auto created = create_intended(ctx, ref, job,
+                                       purpose + " " + source_claim + " -> " + destination_claim);
+        !created) {
+      return std::unexpected(created.error());
     }
     progress.created = true;
     return progress;
@@ -272,19 +314,29 @@ std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& 
   if (!existing->has_value()) return false;
   if (!created_by(**existing, ctx.op)) return false;  // not ours: never touched
   if (being_deleted(**existing)) return true;
-  if (auto intended = ctx.journal.intend("delete", ref, ""); !intended) {
-    return std::unexpected(StepOutcome::transient(intended.error()));
-  }
+  // Background: a Job's pods go with it (they would keep the claims they mount).
   auto uid = k8s::uid(**existing);
-  DeleteOptions options;
-  options.propagation = Propagation::Background;
-  if (uid) options.uid = *uid;
-  auto removed = ctx.kube.remove(ref, options);
-  if (!removed && removed.error().code != KubeErrorCode::NotFound) {
-    return std::unexpected(from_error(removed.error(), "deleting " + to_string(ref)));
+  if (auto removed =
+          delete_intended(ctx, ref, uid ? std::optional<std::string>{*uid} : std::nullopt,
+                          Propagation::Background, "");
+      !removed) {
+    return std::unexpected(removed.error());
   }
   acted = true;
   return true;
+}
+
+std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
+                                               std::initializer_list<ObjectRef> refs,
+                                               bool& lingering) {
+  for (const ObjectRef& ref : refs) {
+    bool acted = false;
+    auto exists = delete_ours(ctx, ref, acted);
+    if (!exists) return exists.error();
+    if (acted) return StepOutcome::waiting(Duration{0});
+    lingering = lingering || *exists;
+  }
+  return std::nullopt;
 }
 
 }  // namespace stsresize::steps

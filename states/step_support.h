@@ -2,6 +2,7 @@
 // Small helpers shared by the steps: reading objects that may not exist, recognising the
 // objects this operation created, turning API errors into outcomes.
 #include <expected>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,29 @@ ObjectRef claim_ref(const Operation& op, const std::string& name);
 ObjectRef job_ref(const Operation& op, const std::string& name);
 ObjectRef statefulset_ref(const Operation& op);
 
+// The step idioms around a side effect (states/step.h): journal the intent, act, and take the
+// trace of the same act done before a crash for success; or record progress and call again.
+
+// Journals ActionIntended{"create", ref, detail}, then creates `object` (of ref's Kind).
+// AlreadyExists counts as created: the same create ran before a crash, and the caller checks the
+// object it finds on its next call. An error: the outcome to return (nothing was created).
+std::expected<void, StepOutcome> create_intended(StepContext& ctx, const ObjectRef& ref,
+                                                 const Json& object, std::string_view detail);
+// Journals ActionIntended{"delete", ref, detail}, then deletes it with `propagation` and, when
+// given, the uid precondition (only the object the step read or planned, never a new one of the
+// same name). NotFound counts as deleted: the same delete ran before a crash, or someone else's.
+std::expected<void, StepOutcome> delete_intended(StepContext& ctx, const ObjectRef& ref,
+                                                 const std::optional<std::string>& uid,
+                                                 Propagation propagation, std::string_view detail);
+// Records progress (journal + annotation: the invocation's one mutating call), then Waiting(0)
+// so that the reconciler calls again with the operation changed; Transient when not recorded.
+StepOutcome record_and_continue(StepContext& ctx, const Event& event);
+// A warning that does not stop the operation: a non-critical StepFailed{phase, why} (kept in
+// the state until the phase changes, so the caller gives it once) and a Warning Event `reason`
+// on the StatefulSet, then Waiting(0).
+StepOutcome warn_and_continue(StepContext& ctx, Phase phase, std::string_view reason,
+                              const std::string& why);
+
 // The StatefulSet with spec.replicas changed to `replicas`: intend + update (with its
 // resourceVersion) when it differs. nullopt when already there.
 std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas);
@@ -84,5 +108,11 @@ std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(Step
 
 // Deletes an object this operation created (intend + delete). Returns true while it exists.
 std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted);
+// delete_ours for `refs` in order, at most one delete per call: the outcome to return now
+// (Waiting(0) after a delete, or an error); nullopt when none was deleted. `lingering` becomes
+// true when one of them still exists (being deleted).
+std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
+                                               std::initializer_list<ObjectRef> refs,
+                                               bool& lingering);
 
 }  // namespace stsresize::steps

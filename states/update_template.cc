@@ -38,13 +38,10 @@ StepOutcome save_definition(StepContext& ctx) {
   if (auto noted = ctx.journal.note(events::DefinitionSaved{ref.name, *definition}); !noted) {
     return StepOutcome::transient(noted.error());
   }
-  if (auto intended = ctx.journal.intend("create", ref, "definition of the re-created StatefulSet");
-      !intended) {
-    return StepOutcome::transient(intended.error());
-  }
-  auto created = ctx.kube.create(Kind::ConfigMap, definition_config_map(ctx.op, *definition));
-  if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
-    return from_error(created.error(), "creating " + to_string(ref));
+  if (auto created = create_intended(ctx, ref, definition_config_map(ctx.op, *definition),
+                                     "definition of the re-created StatefulSet");
+      !created) {
+    return created.error();
   }
   tell(ctx, "DefinitionSaved",
        "StatefulSet definition with the new templates saved in " + ref.name);
@@ -57,19 +54,12 @@ StepOutcome delete_statefulset(StepContext& ctx) {
   if (being_deleted(ctx.statefulset)) {
     return StepOutcome::waiting(ctx.settings.poll_interval, "StatefulSet orphaning its pods");
   }
-  if (auto intended =
-          ctx.journal.intend("delete", ref,
-                             "propagation Orphan (pods keep running); definition in ConfigMap " +
-                                 definition_ref(ctx.op).name);
-      !intended) {
-    return StepOutcome::transient(intended.error());
-  }
-  DeleteOptions options;
-  options.propagation = Propagation::Orphan;
-  options.uid = ctx.op.sts_uid;
-  auto removed = ctx.kube.remove(ref, options);
-  if (!removed && removed.error().code != KubeErrorCode::NotFound) {
-    return from_error(removed.error(), "deleting " + to_string(ref));
+  if (auto removed =
+          delete_intended(ctx, ref, ctx.op.sts_uid, Propagation::Orphan,
+                          "propagation Orphan (pods keep running); definition in ConfigMap " +
+                              definition_ref(ctx.op).name);
+      !removed) {
+    return removed.error();
   }
   tell(ctx, "StatefulSetDeleted", "deleted with propagation Orphan; its pods keep running");
   return StepOutcome::waiting(Duration{0});
@@ -88,18 +78,12 @@ StepOutcome create_from_definition(StepContext& ctx, const std::optional<Json>& 
   }
   auto definition = definition_from_config_map(*config_map, ctx.op.ns, ctx.op.statefulset);
   if (!definition) return StepOutcome::transient(definition.error());
-  if (auto intended =
-          ctx.journal.intend("create", ref, "from ConfigMap " + definition_ref(ctx.op).name);
-      !intended) {
-    return StepOutcome::transient(intended.error());
-  }
-  auto created = ctx.kube.create(Kind::StatefulSet, *definition);
-  if (!created && created.error().code != KubeErrorCode::AlreadyExists) {
+  if (auto created =
+          create_intended(ctx, ref, *definition, "from ConfigMap " + definition_ref(ctx.op).name);
+      !created) {
     // Never critical: the operation could not record a failure on an object that does not
-    // exist, and the definition stays safe in the ConfigMap until this succeeds.
-    return StepOutcome::transient("creating " + to_string(ref) + ": " +
-                                  std::string{to_string(created.error().code)} + ": " +
-                                  created.error().message);
+    // exist, and the definition stays safe in the ConfigMap until this succeeds. (Same text.)
+    return StepOutcome::transient(std::move(created.error().message));
   }
   tell(ctx, "StatefulSetRecreated", "created again with the new volumeClaimTemplates");
   return StepOutcome::waiting(Duration{0});
@@ -124,10 +108,7 @@ StepOutcome update_template_step(StepContext& ctx) {
                                    " was replaced by someone else (uid " + *uid + ")");
     }
     // Step 5: the object created from the definition (it carries this operation's state).
-    if (auto recorded = ctx.journal.record(events::StatefulSetRecreated{*uid}); !recorded) {
-      return StepOutcome::transient(recorded.error());
-    }
-    return StepOutcome::waiting(Duration{0});
+    return record_and_continue(ctx, events::StatefulSetRecreated{*uid});
   }
   if (ctx.op.statefulset_recreated) {
     // Step 6.

@@ -14,6 +14,7 @@
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -21,37 +22,16 @@ namespace {
 
 using namespace testing;
 
-struct CliResult {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
 class Abort : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
   std::unique_ptr<Reconciler> engine =
       std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
-  int nonce = 0;
+  AdvanceCli advance{world};
 
-  void run_to_idle() {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = engine->reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (result.is(ReconcileResult::Kind::Idle)) return;
-      world.settle(2);
-    }
-    FAIL() << "not idle after 300 rounds";
-  }
+  void run_to_idle() { reconcile_to_idle(*engine, world, 300); }
 
-  CliResult advance(cli::AdvanceOptions options) {
-    std::ostringstream out, err;
-    const cli::AdvanceCaller caller{"alice", "default", world.clock.now(),
-                                    "nonce-" + std::to_string(++nonce)};
-    const int code = cli::run_advance(world.kube, options, caller, out, err);
-    return {code, out.str(), err.str()};
-  }
   CliResult abort() { return advance({.target = "shop/web", .abort = true}); }
 
   Operation live_operation() {
@@ -143,15 +123,20 @@ class Abort : public ::testing::Test {
     return uids;
   }
 
-  // Reconciles until the live operation is in `phase` (auto mode, nothing waits).
+  // Reconciles until the live operation is in `phase` (auto mode, nothing waits). Asked before
+  // the first reconcile too, and the cluster settles once after the one that got there: the
+  // tests go on from that world.
   void run_until(Phase phase) {
-    for (int i = 0; i < 300; ++i) {
+    auto in_phase = [&] {
       auto op = read_operation(world.live_sts());
-      if (op && op->has_value() && (*op)->phase == phase) return;
-      engine->reconcile(kNs, kSts);
-      world.settle(1);
-    }
-    FAIL() << "never reached " << to_string(phase);
+      return op && op->has_value() && (*op)->phase == phase;
+    };
+    if (in_phase()) return;
+    reconcile_until(*engine, world,
+                    {"phase " + std::string{to_string(phase)},
+                     [&](const ReconcileResult&) { return in_phase(); }},
+                    {.limit = 300, .pace = {.ticks = 1}, .terminal_fails = false});
+    world.settle(1);
   }
 
   // The next delete of a claim fails (it stays); `before` runs first.

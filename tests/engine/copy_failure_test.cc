@@ -5,6 +5,7 @@
 
 #include "engine/k8s_objects.h"
 #include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -25,13 +26,11 @@ class CopyFailure : public ::testing::Test {
   }
   // Reconciles (the cluster working in between) until the phase is `until` or terminal.
   void run_until(Phase until) {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = engine.reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (phase() == until || is_terminal(phase())) return;
-      world.settle(2);
-    }
-    FAIL() << "phase " << to_string(until) << " not reached after 300 rounds";
+    reconcile_until(
+        engine, world,
+        {"phase " + std::string{to_string(until)},
+         [&](const ReconcileResult&) { return phase() == until || is_terminal(phase()); }},
+        {.limit = 300});
   }
   std::string failure_warning() {
     std::string messages;

@@ -12,6 +12,7 @@
 #include "engine/events.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -36,15 +37,8 @@ void crash_before_first_annotation(ResizeWorld& world, Journal& journal) {
 // Reconciles with a new Reconciler (the restarted process) until Idle.
 void restart_and_finish(ResizeWorld& world, Journal& journal) {
   Reconciler engine{world.kube, journal, world.clock, world.events};
-  for (int round = 0; round < 600; ++round) {
-    const ReconcileResult result = engine.reconcile(kNs, kSts);
-    ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-    if (result.is(ReconcileResult::Kind::Idle)) return;
-    world.cluster.tick();
-    world.clock.advance(std::chrono::seconds{2});
-  }
-  FAIL() << "no end after 600 rounds; last state: "
-         << world.live_sts()["metadata"]["annotations"].dump();
+  reconcile_until(engine, world, idle(),
+                  {.limit = 600, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
 }
 
 void expect_one_completed_operation(Journal& journal) {

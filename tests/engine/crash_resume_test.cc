@@ -15,6 +15,7 @@
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 #include "tests/support/scratch_dir.h"
 
@@ -112,22 +113,32 @@ void watch(ResizeWorld& world, Watch& out) {
 enum class Stop { Idle, Crashed, Terminal, OutOfRounds };
 
 Stop drive(ResizeWorld& world, Reconciler& engine, std::optional<int> crash_after) {
-  for (int round = 0; round < 600; ++round) {
-    const ReconcileResult result = engine.reconcile(kNs, kSts);
-    if (crash_after && world.kube.mutations() >= *crash_after) return Stop::Crashed;
-    if (result.is(ReconcileResult::Kind::Terminal)) {
-      ADD_FAILURE() << "terminal: " << result.message;
-      return Stop::Terminal;
-    }
-    // A person approves what waits (stsresize.dev/mode manual or step), then it goes on.
-    if (result.is(ReconcileResult::Kind::Idle) &&
-        !approve_waiting(world, "operator", "nonce-" + std::to_string(round))) {
-      return Stop::Idle;
-    }
-    world.cluster.tick();
-    world.clock.advance(std::chrono::seconds{2});
-  }
-  return Stop::OutOfRounds;
+  Stop stop = Stop::OutOfRounds;
+  int round = 0;
+  // Terminal is told from a crash here, not failed at once by reconcile_until: the crash is
+  // checked first.
+  reconcile_until(
+      engine, world,
+      {"a crash or rest",
+       [&](const ReconcileResult& result) {
+         if (crash_after && world.kube.mutations() >= *crash_after) {
+           stop = Stop::Crashed;
+         } else if (result.is(ReconcileResult::Kind::Terminal)) {
+           ADD_FAILURE() << "terminal: " << result.message;
+           stop = Stop::Terminal;
+         } else if (result.is(ReconcileResult::Kind::Idle) &&
+                    // A person approves what waits (stsresize.dev/mode manual or step), then it
+                    // goes on.
+                    !approve_waiting(world, "operator", "nonce-" + std::to_string(round))) {
+           stop = Stop::Idle;
+         }
+         ++round;
+         return stop != Stop::OutOfRounds;
+       }},
+      {.limit = 600,
+       .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+       .terminal_fails = false});
+  return stop;
 }
 
 void expect_no_double_creation(const ResizeWorld& world) {

@@ -8,6 +8,7 @@
 #include "engine/resize_request.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -37,15 +38,7 @@ class ExplicitRequest : public ::testing::Test {
   ReconcileResult reconcile() { return engine.reconcile(kNs, kSts); }
 
   // Reconciles (and lets the cluster work) until the engine is idle.
-  void run_to_idle() {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = reconcile();
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (result.is(ReconcileResult::Kind::Idle)) return;
-      world.settle(2);
-    }
-    FAIL() << "not idle after 300 rounds";
-  }
+  void run_to_idle() { reconcile_to_idle(engine, world, 300); }
 
   std::vector<std::string> journal_types() {
     auto operations = journal.operations();

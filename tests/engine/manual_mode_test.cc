@@ -13,6 +13,7 @@
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -20,37 +21,16 @@ namespace {
 
 using namespace testing;
 
-struct CliResult {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
 class ManualMode : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
   Reconciler engine{world.kube, journal, world.clock, world.events};
-  int nonce = 0;
+  AdvanceCli advance{world};
 
   // Reconciles (and lets the cluster work) until the engine is idle.
-  void run_to_idle() {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = engine.reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (result.is(ReconcileResult::Kind::Idle)) return;
-      world.settle(2);
-    }
-    FAIL() << "not idle after 300 rounds";
-  }
+  void run_to_idle() { reconcile_to_idle(engine, world, 300); }
 
-  CliResult advance(cli::AdvanceOptions options) {
-    std::ostringstream out, err;
-    const cli::AdvanceCaller caller{"alice", "default", world.clock.now(),
-                                    "nonce-" + std::to_string(++nonce)};
-    const int code = cli::run_advance(world.kube, options, caller, out, err);
-    return {code, out.str(), err.str()};
-  }
   CliResult approve() { return advance({.target = "shop/web", .approve = true}); }
 
   bool completed() {
@@ -260,13 +240,14 @@ TEST_F(ManualMode, AnApprovalWrittenBeforeTheWaitIsTakenWhenItsPhaseMatches) {
   world.seed(/*expandable=*/false);
   set_mode(world, "step");
   // Reach BackingUp without waiting, then approve ahead through the annotation.
-  for (int i = 0; i < 300; ++i) {
-    auto sts = world.live_sts();
-    auto op = read_operation(sts);
-    if (op && op->has_value() && (*op)->phase == Phase::BackingUp) break;
-    engine.reconcile(kNs, kSts);
-    world.settle(1);
-  }
+  reconcile_until(engine, world,
+                  {"phase BackingUp",
+                   [&](const ReconcileResult&) {
+                     auto op = read_operation(world.live_sts());
+                     return op && op->has_value() && (*op)->phase == Phase::BackingUp;
+                   }},
+                  {.limit = 300, .pace = {.ticks = 1}, .terminal_fails = false});
+  world.settle(1);  // as the loop this replaces did after the reconcile that got there
   auto op = *read_operation(world.live_sts());
   ASSERT_EQ(op->phase, Phase::BackingUp);
   ASSERT_FALSE(op->awaiting);

@@ -13,6 +13,7 @@
 #include "engine/resize_request.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -30,17 +31,8 @@ class PeopleMidOperation : public ::testing::Test {
       std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
 
   // Reconciles, letting the cluster move, until the engine rests (Idle or Terminal).
-  ReconcileResult run_to_rest(int rounds = 400) {
-    ReconcileResult result;
-    for (int round = 0; round < rounds; ++round) {
-      result = engine->reconcile(kNs, kSts);
-      if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) {
-        return result;
-      }
-      world.settle(2);
-    }
-    ADD_FAILURE() << "the engine did not rest after " << rounds << " rounds";
-    return result;
+  ReconcileResult run_to_rest() {
+    return reconcile_until(*engine, world, at_rest(), {.limit = 400, .terminal_fails = false});
   }
 
   // manual mode: approves until the operation waits to leave `phase`.

@@ -6,6 +6,7 @@
 
 #include "engine/k8s_objects.h"
 #include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -38,15 +39,13 @@ class Permissions : public ::testing::Test {
   // Reconciles (letting the cluster work in between) until idle; the results on the way.
   std::vector<ReconcileResult> run_to_idle() {
     std::vector<ReconcileResult> results;
-    for (int round = 0; round < 300; ++round) {
-      results.push_back(reconcile());
-      if (results.back().is(ReconcileResult::Kind::Idle) ||
-          results.back().is(ReconcileResult::Kind::Terminal)) {
-        return results;
-      }
-      world.settle(2);
-    }
-    ADD_FAILURE() << "not idle after 300 rounds";
+    reconcile_until(engine, world,
+                    {"rest (idle or terminal)",
+                     [&](const ReconcileResult& result) {
+                       results.push_back(result);
+                       return at_rest().reached(result);
+                     }},
+                    {.limit = 300, .terminal_fails = false});
     return results;
   }
 
@@ -122,12 +121,10 @@ TEST_F(Permissions, ForbiddenDeleteNamesTheRuleOnceChangesNothingAndCompletesWhe
                      .kind = Kind::PersistentVolumeClaim,
                      .times = FaultRule::kForever,
                      .error = forbidden("delete", "persistentvolumeclaims")});
-  ReconcileResult result;
-  for (int round = 0; round < 100; ++round) {
-    result = reconcile();
-    if (result.is(ReconcileResult::Kind::Retry)) break;
-    world.settle(2);
-  }
+  const ReconcileResult result = reconcile_until(
+      engine, world,
+      {"a retry", [](const ReconcileResult& r) { return r.is(ReconcileResult::Kind::Retry); }},
+      {.limit = 100, .terminal_fails = false});
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Retry)) << result.message;
   EXPECT_TRUE(result.message.starts_with(
       "Forbidden: cannot delete persistentvolumeclaims in namespace shop (RBAC: grant verbs "

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -84,13 +85,11 @@ TEST_F(ReconcilerTest, EveryJournaledPhaseChangeHasAnEventOnTheStatefulSet) {
     MemoryJournal fresh_journal;
     fresh.seed(expandable);
     Reconciler engine{fresh.kube, fresh_journal, fresh.clock, fresh.events};
-    bool finished = false;
-    for (int round = 0; round < 600 && !finished; ++round) {
-      finished = engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle);
-      fresh.cluster.tick();
-      fresh.clock.advance(std::chrono::seconds{2});
-    }
-    ASSERT_TRUE(finished);
+    ASSERT_TRUE(reconcile_until(engine, fresh, idle(),
+                                {.limit = 600,
+                                 .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+                                 .terminal_fails = false})
+                    .is(ReconcileResult::Kind::Idle));
     auto operations = fresh_journal.operations();
     ASSERT_TRUE(operations && operations->size() == 1u);
     auto records = fresh_journal.read(operations->front().operation_id);

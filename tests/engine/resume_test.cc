@@ -14,6 +14,7 @@
 #include "engine/naming.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -44,14 +45,16 @@ class Resume : public ::testing::Test {
     return op ? op->phase : Phase::Completed;
   }
   void run_until(Phase until) {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = engine->reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (phase() == until || (is_terminal(phase()) && until != Phase::Completed)) return;
-      if (result.is(ReconcileResult::Kind::Idle) && until == Phase::Completed) return;
-      world.settle(2);
-    }
-    FAIL() << "phase " << to_string(until) << " not reached after 300 rounds";
+    reconcile_until(
+        *engine, world,
+        {"phase " + std::string{to_string(until)},
+         [&](const ReconcileResult& result) {
+           if (phase() == until || (is_terminal(phase()) && until != Phase::Completed)) {
+             return true;
+           }
+           return result.is(ReconcileResult::Kind::Idle) && until == Phase::Completed;
+         }},
+        {.limit = 300});
   }
 
   // Every restore Job fails: Failed in Restoring, replicas 0, the data in the backup claims.
@@ -72,11 +75,10 @@ class Resume : public ::testing::Test {
   }
 
   std::pair<int, std::string> retry(const std::string& as = "alice", bool dry_run = false) {
-    std::ostringstream out, err;
-    const cli::AdvanceCaller caller{as, "default", world.clock.now(), "nonce-" + as};
-    const int code = cli::run_advance(
-        world.kube, {.target = "shop/web", .retry = true, .dry_run = dry_run}, caller, out, err);
-    return {code, out.str() + err.str()};
+    const CliResult run =
+        run_advance_command(world.kube, {.target = "shop/web", .retry = true, .dry_run = dry_run},
+                            {as, "default", world.clock.now(), "nonce-" + as});
+    return {run.code, run.out + run.err};
   }
 
   std::vector<JournalRecord> stream(const std::string& id) {

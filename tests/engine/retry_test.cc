@@ -14,18 +14,13 @@
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
 namespace {
 
 using namespace testing;
-
-struct CliResult {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
 
 EngineSettings one_attempt_per_copy() {
   EngineSettings settings;
@@ -39,25 +34,10 @@ class Retry : public ::testing::Test {
   MemoryJournal journal;
   std::unique_ptr<Reconciler> engine = std::make_unique<Reconciler>(
       world.kube, journal, world.clock, world.events, one_attempt_per_copy());
-  int nonce = 0;
+  AdvanceCli advance{world};
 
-  void run_to_idle() {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = engine->reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (result.is(ReconcileResult::Kind::Idle)) return;
-      world.settle(2);
-    }
-    FAIL() << "not idle after 300 rounds";
-  }
+  void run_to_idle() { reconcile_to_idle(*engine, world, 300); }
 
-  CliResult advance(cli::AdvanceOptions options) {
-    std::ostringstream out, err;
-    const cli::AdvanceCaller caller{"alice", "default", world.clock.now(),
-                                    "nonce-" + std::to_string(++nonce)};
-    const int code = cli::run_advance(world.kube, options, caller, out, err);
-    return {code, out.str(), err.str()};
-  }
   CliResult retry() { return advance({.target = "shop/web", .retry = true}); }
 
   std::optional<Operation> live_operation() {

@@ -17,6 +17,7 @@
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -24,37 +25,16 @@ namespace {
 
 using namespace testing;
 
-struct CliResult {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
 class SkipStep : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
   std::unique_ptr<Reconciler> engine =
       std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
-  int nonce = 0;
+  AdvanceCli advance{world};
 
-  void run_to_idle() {
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = engine->reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (result.is(ReconcileResult::Kind::Idle)) return;
-      world.settle(2);
-    }
-    FAIL() << "not idle after 300 rounds";
-  }
+  void run_to_idle() { reconcile_to_idle(*engine, world, 300); }
 
-  CliResult advance(cli::AdvanceOptions options) {
-    std::ostringstream out, err;
-    const cli::AdvanceCaller caller{"alice", "default", world.clock.now(),
-                                    "nonce-" + std::to_string(++nonce)};
-    const int code = cli::run_advance(world.kube, options, caller, out, err);
-    return {code, out.str(), err.str()};
-  }
   CliResult skip(bool dry_run = false) {
     return advance({.target = "shop/web", .skip_step = true, .dry_run = dry_run});
   }
@@ -110,16 +90,19 @@ class SkipStep : public ::testing::Test {
                        .name = naming::backup_claim("data-web-0"),
                        .times = FaultRule::kForever,
                        .error = KubeError{KubeErrorCode::Forbidden, "denied by a policy"}});
-    for (int i = 0; i < 300; ++i) {
-      const ReconcileResult result = engine->reconcile(kNs, kSts);
-      auto op = live_operation();
-      if (op && op->phase == Phase::CleaningUp && result.is(ReconcileResult::Kind::Retry)) {
-        return *op;
-      }
-      world.settle(1);
-    }
-    ADD_FAILURE() << "never stuck in CleaningUp";
-    return {};
+    std::optional<Operation> stuck;
+    reconcile_until(
+        *engine, world,
+        {"stuck in CleaningUp",
+         [&](const ReconcileResult& result) {
+           auto op = live_operation();
+           if (op && op->phase == Phase::CleaningUp && result.is(ReconcileResult::Kind::Retry)) {
+             stuck = op;
+           }
+           return stuck.has_value();
+         }},
+        {.limit = 300, .pace = {.ticks = 1}, .terminal_fails = false});
+    return stuck.value_or(Operation{});
   }
 };
 

@@ -14,6 +14,7 @@
 #include "engine/actions/request.h"
 #include "engine/annotations.h"
 #include "engine/timestamp.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/golden.h"
 #include "tests/support/refusals.h"
 
@@ -79,10 +80,9 @@ class AdvanceCommand : public ::testing::Test {
   }
 
   std::pair<int, std::string> advance(AdvanceOptions options) {
-    std::ostringstream out, err;
-    const AdvanceCaller caller{"kubernetes-admin", "shop", clock.now(), "0123456789abcdef"};
-    const int code = run_advance(kube, options, caller, out, err);
-    return {code, out.str() + err.str()};
+    const testing::CliResult run = testing::run_advance_command(
+        kube, options, {"kubernetes-admin", "shop", clock.now(), "0123456789abcdef"});
+    return {run.code, run.out + run.err};
   }
 };
 

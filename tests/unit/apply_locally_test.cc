@@ -16,6 +16,7 @@
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/golden.h"
 #include "tests/support/resize_world.h"
 
@@ -24,12 +25,6 @@ namespace {
 
 using namespace testing;
 using stsresize::testing_support::expect_matches_golden;
-
-struct Outcome {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
 
 class ApplyLocally : public ::testing::Test {
  protected:
@@ -48,13 +43,7 @@ class ApplyLocally : public ::testing::Test {
   // A controller (a new process each time: nothing cached) reconciles until it is idle.
   void controller_runs_to_idle() {
     Reconciler controller{world.kube, controller_journal, world.clock, world.events};
-    for (int round = 0; round < 300; ++round) {
-      const ReconcileResult result = controller.reconcile(kNs, kSts);
-      ASSERT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
-      if (result.is(ReconcileResult::Kind::Idle)) return;
-      world.settle(2);
-    }
-    FAIL() << "not idle after 300 rounds";
+    reconcile_to_idle(controller, world, 300);
   }
 
   cli::ApplyLocallySettings settings() {
@@ -67,8 +56,8 @@ class ApplyLocally : public ::testing::Test {
     return s;
   }
 
-  Outcome apply(cli::AdvanceOptions options, cli::ApplyLocallySettings s,
-                const std::string& nonce = "nonce-local") {
+  CliResult apply(cli::AdvanceOptions options, cli::ApplyLocallySettings s,
+                  const std::string& nonce = "nonce-local") {
     options.target = "shop/web";
     options.apply_locally = true;
     options.journal = "local.db";
@@ -79,11 +68,11 @@ class ApplyLocally : public ::testing::Test {
       world.cluster.tick();
       return !(stop_after_first_wait && waits == 1);
     };
-    std::ostringstream out, err;
     const cli::AdvanceCaller caller{"alice", "default", world.clock.now(), nonce};
-    const int code = cli::apply_locally(world.kube, local_journal, world.clock, world.events,
-                                        options, caller, s, hooks, out, err);
-    return {code, out.str(), err.str()};
+    return capture([&](std::ostream& out, std::ostream& err) {
+      return cli::apply_locally(world.kube, local_journal, world.clock, world.events, options,
+                                caller, s, hooks, out, err);
+    });
   }
 
   void put_lease(const std::string& holder, TimePoint renewed) {

@@ -6,6 +6,7 @@
 #include "engine/k8s_objects.h"
 #include "engine/resize_request.h"
 #include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -50,10 +51,9 @@ TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {
   auto first = reconciler.reconcile(testing::kNs, testing::kSts);
   ASSERT_TRUE(first.is(ReconcileResult::Kind::RequeueAfter)) << first.message;
   EXPECT_EQ(attention_of(world), Attention::Operation);
-  for (int i = 0; i < 60; ++i) {
-    world.settle(2);
-    if (reconciler.reconcile(testing::kNs, testing::kSts).is(ReconcileResult::Kind::Idle)) break;
-  }
+  world.settle(2);
+  testing::reconcile_until(reconciler, world, testing::idle(),
+                           {.limit = 60, .terminal_fails = false});
   EXPECT_EQ(attention_of(world), Attention::None);
 }
 
