@@ -284,7 +284,7 @@ namespace {
 bool has_operation_label(const Json& object, const Operation& op) {
   auto labels = k8s::labels(object);
   if (!labels) return false;
-  auto label = labels->find("stsresize.dev/operation");
+  auto label = labels->find(std::string{kOperationLabel});
   return label != labels->end() && label->second == naming::label_value(op.id);
 }
 
@@ -429,7 +429,7 @@ std::string resume_refusal(const Operation& op, const std::vector<Json>& claims,
     }
     if (failed_in != Phase::Restoring || claim.restore_verified) continue;
     const Json* live = live_named(claims, backup);
-    auto owner = live ? k8s::annotation(*live, "stsresize.dev/operation")
+    auto owner = live ? k8s::annotation(*live, kOperationLabel)
                       : k8s::Result<std::optional<std::string>>{std::nullopt};
     if (live == nullptr || !owner || !owner->has_value() || **owner != op.id) {
       return which + ": backup claim " + backup + " of " + claim.claim +
@@ -476,7 +476,7 @@ std::string resume_mismatch(const AdvanceRequest& request, const Operation& op,
 std::vector<Json> failed_jobs(const Operation& op, const std::vector<Json>& jobs) {
   std::vector<Json> failed;
   for (const Json& job : jobs) {
-    auto owner = k8s::annotation(job, "stsresize.dev/operation");
+    auto owner = k8s::annotation(job, kOperationLabel);
     if (!has_operation_label(job, op) || !owner || !owner->has_value() || **owner != op.id) {
       continue;  // not created by this operation: never touched
     }
@@ -621,7 +621,7 @@ std::vector<std::string> labelled_with(const Operation& op, const std::vector<Js
 
 std::string skip_keeps(const Operation& op, const std::vector<std::string>& claims,
                        const std::vector<std::string>& jobs) {
-  const std::string label = "stsresize.dev/operation=" + naming::label_value(op.id);
+  const std::string label = std::string{kOperationLabel} + "=" + naming::label_value(op.id);
   if (claims.empty() && jobs.empty()) return "nothing (no claim or Job labelled " + label + ")";
   std::string kept;
   if (!claims.empty()) kept += (claims.size() == 1 ? "claim " : "claims ") + joined(claims);

@@ -29,12 +29,9 @@
 
 #include "engine/json.h"
 #include "engine/operation.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
-
-inline constexpr std::string_view kModeAnnotation = "stsresize.dev/mode";
-inline constexpr std::string_view kAdvanceAnnotation = "stsresize.dev/advance";
-inline constexpr std::string_view kAwaitingApprovalAnnotation = "stsresize.dev/awaiting-approval";
 
 enum class ApprovalMode { Auto, Manual, Step };
 std::string_view to_string(ApprovalMode mode);

@@ -604,8 +604,8 @@ std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
 
 std::optional<ReconcileResult> Reconciler::Session::refuse_over_unfinished_backups() {
   ListOptions ours;
-  ours.label_selector = "stsresize.dev/statefulset=" + naming::label_value(ref_.name) +
-                        ",stsresize.dev/purpose=backup";
+  ours.label_selector = std::string{kStatefulSetLabel} + "=" + naming::label_value(ref_.name) +
+                        "," + std::string{kPurposeLabel} + "=" + std::string{kBackupPurpose};
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
   if (!claims) return retry("listing backup claims: " + claims.error().message);
   const std::vector<std::string> backups = unfinished_backups(sts_, claims->items);
@@ -877,7 +877,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_skip(const std::string&
   // What the skipped cleanup leaves, for the Event: listed before anything is journaled, so
   // that a failed list changes nothing.
   ListOptions ours;
-  ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op_.id);
+  ours.label_selector = std::string{kOperationLabel} + "=" + naming::label_value(op_.id);
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
   if (!claims) return retry("listing claims: " + claims.error().message);
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns, ours);

@@ -519,7 +519,7 @@ int skip_branch(const Attempt& at) {
   const Operation& op = at.op;
   if (const std::string why = skip_refusal(op); !why.empty()) return at.refuse(why);
   ListOptions ours;
-  ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op.id);
+  ours.label_selector = std::string{kOperationLabel} + "=" + naming::label_value(op.id);
   auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns, ours);
   auto jobs =
       claims ? at.kube.list(Kind::Job, at.target.ns, ours) : std::unexpected(claims.error());

@@ -21,9 +21,6 @@ namespace stsresize::cli {
 
 namespace {
 
-constexpr std::string_view kOperationLabel = "stsresize.dev/operation";
-constexpr std::string_view kPurposeLabel = "stsresize.dev/purpose";
-constexpr std::string_view kSourceClaimAnnotation = "stsresize.dev/source-claim";
 constexpr std::string_view kRejectedPrefix = "rejected: ";
 // describe shows this many Events, the most recent ones.
 constexpr std::size_t kMaxEvents = 20;
@@ -325,7 +322,7 @@ std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Jso
       row.jobs.push_back(job_view(*job));
     }
     for (const Json* claim : belonging(claims, row.ns, row.name, row.operation_id)) {
-      if (label_or_empty(*claim, kPurposeLabel) != "backup") continue;
+      if (label_or_empty(*claim, kPurposeLabel) != kBackupPurpose) continue;
       row.backup_claims.push_back(string_at(*claim, {"metadata", "name"}));
     }
     if (row.message.empty()) {
@@ -700,7 +697,7 @@ void describe_related(std::string& out, const DescribeInput& input, const Status
 
   std::vector<const Json*> backups;
   for (const Json* claim : belonging(input.claims, ns, row.name, "")) {
-    if (label_or_empty(*claim, kPurposeLabel) == "backup") backups.push_back(claim);
+    if (label_or_empty(*claim, kPurposeLabel) == kBackupPurpose) backups.push_back(claim);
   }
   out += "\nBackup claims:";
   if (backups.empty()) {
