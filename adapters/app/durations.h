@@ -12,8 +12,9 @@ namespace stsresize {
 
 std::expected<Duration, std::string> parse_duration(std::string_view text);
 
-// Exact, in the spelling parse_duration reads back: "450ms", "15s", "2m13.5s", "30m", "1h2m"
-// (units that are 0 left out; below a second, milliseconds; a negative duration is "0ms").
+// Exact, in the units parse_duration reads, largest first: "450ms", "15s", "30m", "1h2m"; units
+// that are 0 left out, so a whole value reads as the flag that set it. Milliseconds beyond a
+// second show as Go shows them, a fraction ("2m13.5s"). A negative duration is "0ms".
 std::string format_duration(Duration duration);
 
 // Rounded as kubectl shows an AGE: "45s", "3m12s", "17m", "2h5m", "26h", "3d4h", "12d". Not
