@@ -146,10 +146,10 @@ std::vector<std::string> unfinished_backups(const Json& statefulset,
   const std::string owner = naming::label_value(*name);
   const std::string completed = last_operation_id(statefulset);
   for (const Json& claim : claims) {
-    auto purpose = k8s::label(claim, "stsresize.dev/purpose");
-    auto of = k8s::label(claim, "stsresize.dev/statefulset");
-    if (!purpose || !of || *purpose != "backup" || *of != owner) continue;
-    auto operation = k8s::annotation(claim, "stsresize.dev/operation");
+    auto purpose = k8s::label(claim, kPurposeLabel);
+    auto of = k8s::label(claim, kStatefulSetLabel);
+    if (!purpose || !of || *purpose != kBackupPurpose || *of != owner) continue;
+    auto operation = k8s::annotation(claim, kOperationLabel);
     if (operation && operation->has_value() && !completed.empty() && **operation == completed) {
       continue;
     }

@@ -23,14 +23,9 @@
 
 #include "engine/json.h"
 #include "engine/operation.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
-
-inline constexpr std::string_view kStateAnnotation = "stsresize.dev/state";
-inline constexpr std::string_view kPhaseAnnotation = "stsresize.dev/phase";
-inline constexpr std::string_view kLastOperationAnnotation = "stsresize.dev/last-operation";
-inline constexpr std::string_view kOriginalReplicasAnnotation = "stsresize.dev/original-replicas";
-inline constexpr std::string_view kFailedLabel = "stsresize.dev/failed";
 
 std::string encode_state_annotation(const Operation& operation);
 // Strict: malformed JSON, an unknown version or phase, a missing or mistyped field, a bad

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "engine/naming.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
 namespace {
@@ -204,17 +205,17 @@ Json container_resources(const CopyJobResources& resources) {
 Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
   const Json labels = {
       {"app.kubernetes.io/managed-by", "stsresize"},
-      {"stsresize.dev/operation", naming::label_value(request.operation_id)},
-      {"stsresize.dev/statefulset", naming::label_value(request.statefulset)},
-      {"stsresize.dev/purpose", naming::label_value(request.purpose)},
+      {std::string{kOperationLabel}, naming::label_value(request.operation_id)},
+      {std::string{kStatefulSetLabel}, naming::label_value(request.statefulset)},
+      {std::string{kPurposeLabel}, naming::label_value(request.purpose)},
   };
   // Full values (labels may have been shortened) and the claims, for humans and for the
   // controller to check that a Job it finds is the one it meant to create.
   const Json annotations = {
-      {"stsresize.dev/operation", request.operation_id},
-      {"stsresize.dev/statefulset", request.statefulset},
-      {"stsresize.dev/source-claim", request.source_claim},
-      {"stsresize.dev/destination-claim", request.destination_claim},
+      {std::string{kOperationLabel}, request.operation_id},
+      {std::string{kStatefulSetLabel}, request.statefulset},
+      {std::string{kSourceClaimAnnotation}, request.source_claim},
+      {std::string{kDestinationClaimAnnotation}, request.destination_claim},
   };
 
   Json container = {

@@ -3,55 +3,17 @@
 namespace stsresize {
 
 std::string_view to_string(Kind kind) {
-  switch (kind) {
-    case Kind::StatefulSet:
-      return "StatefulSet";
-    case Kind::PersistentVolumeClaim:
-      return "PersistentVolumeClaim";
-    case Kind::PersistentVolume:
-      return "PersistentVolume";
-    case Kind::Job:
-      return "Job";
-    case Kind::Pod:
-      return "Pod";
-    case Kind::StorageClass:
-      return "StorageClass";
-    case Kind::Event:
-      return "Event";
-    case Kind::ConfigMap:
-      return "ConfigMap";
-    case Kind::Lease:
-      return "Lease";
-  }
-  return "Unknown";
+  return kind_info(kind).name;
 }
 
 bool is_namespaced(Kind kind) {
-  return kind != Kind::PersistentVolume && kind != Kind::StorageClass;
+  return kind_info(kind).namespaced;
 }
 
-ApiResource api_resource(Kind kind) {
-  switch (kind) {
-    case Kind::StatefulSet:
-      return {"apps", "v1", "statefulsets"};
-    case Kind::PersistentVolumeClaim:
-      return {"", "v1", "persistentvolumeclaims"};
-    case Kind::PersistentVolume:
-      return {"", "v1", "persistentvolumes"};
-    case Kind::Job:
-      return {"batch", "v1", "jobs"};
-    case Kind::Pod:
-      return {"", "v1", "pods"};
-    case Kind::StorageClass:
-      return {"storage.k8s.io", "v1", "storageclasses"};
-    case Kind::Event:
-      return {"", "v1", "events"};
-    case Kind::ConfigMap:
-      return {"", "v1", "configmaps"};
-    case Kind::Lease:
-      return {"coordination.k8s.io", "v1", "leases"};
-  }
-  return {"", "v1", "unknown"};
+std::string api_version_of(Kind kind) {
+  const KindInfo info = kind_info(kind);
+  if (info.group.empty()) return std::string{info.version};
+  return std::string{info.group} + "/" + std::string{info.version};
 }
 
 std::string to_string(const ObjectRef& ref) {

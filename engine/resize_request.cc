@@ -199,16 +199,16 @@ std::expected<Json, std::string> statefulset_definition(const Json& live, const 
 }
 
 Json definition_config_map(const Operation& op, const Json& definition) {
-  return Json{
-      {"apiVersion", "v1"},
-      {"kind", "ConfigMap"},
-      {"metadata",
-       {{"name", naming::definition_config_map(op.statefulset)},
-        {"namespace", op.ns},
-        {"labels", {{std::string{kStatefulSetLabel}, naming::label_value(op.statefulset)}}},
-        {"annotations",
-         {{"stsresize.dev/operation", op.id}, {std::string{kStatefulSetLabel}, op.statefulset}}}}},
-      {"data", {{std::string{kDefinitionKey}, definition.dump()}}}};
+  return Json{{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"metadata",
+               {{"name", naming::definition_config_map(op.statefulset)},
+                {"namespace", op.ns},
+                {"labels", {{std::string{kStatefulSetLabel}, naming::label_value(op.statefulset)}}},
+                {"annotations",
+                 {{std::string{kOperationLabel}, op.id},
+                  {std::string{kStatefulSetLabel}, op.statefulset}}}}},
+              {"data", {{std::string{kDefinitionKey}, definition.dump()}}}};
 }
 
 std::expected<Json, std::string> definition_from_config_map(const Json& config_map,

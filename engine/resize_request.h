@@ -18,13 +18,10 @@
 #include "engine/json.h"
 #include "engine/operation.h"
 #include "engine/planner.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
 
-inline constexpr std::string_view kResizeRequestAnnotation = "stsresize.dev/resize";
-inline constexpr std::string_view kResizeStatusAnnotation = "stsresize.dev/resize-status";
-// On the definition ConfigMap: the StatefulSet it belongs to (a label value, naming.h).
-inline constexpr std::string_view kStatefulSetLabel = "stsresize.dev/statefulset";
 // Key of the definition (StatefulSet JSON) in the ConfigMap's data.
 inline constexpr std::string_view kDefinitionKey = "statefulset";
 

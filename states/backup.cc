@@ -27,12 +27,12 @@ Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
                 {"namespace", op.ns},
                 {"labels",
                  {{"app.kubernetes.io/managed-by", "stsresize"},
-                  {"stsresize.dev/operation", naming::label_value(op.id)},
-                  {"stsresize.dev/statefulset", naming::label_value(op.statefulset)},
-                  {"stsresize.dev/purpose", "backup"}}},
+                  {std::string{kOperationLabel}, naming::label_value(op.id)},
+                  {std::string{kStatefulSetLabel}, naming::label_value(op.statefulset)},
+                  {std::string{kPurposeLabel}, kBackupPurpose}}},
                 {"annotations",
-                 {{std::string{kOperationAnnotation}, op.id},
-                  {"stsresize.dev/source-claim", claim.claim}}}}},
+                 {{std::string{kOperationLabel}, op.id},
+                  {std::string{kSourceClaimAnnotation}, claim.claim}}}}},
               {"spec", std::move(spec)}};
 }
 
@@ -123,7 +123,7 @@ StepOutcome backup_step(StepContext& ctx) {
     if (auto refused = check_source(ctx, claim)) return *refused;
 
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
-                         naming::backup_claim(claim.claim), "backup",
+                         naming::backup_claim(claim.claim), std::string{kBackupPurpose},
                          running < ctx.settings.max_parallel_copies, generation);
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});

@@ -24,7 +24,7 @@ std::string describe_pod(const Json& pod) {
 }
 
 bool copy_pod_of(const Json& pod, const Operation& op) {
-  auto label = k8s::label(pod, "stsresize.dev/operation");
+  auto label = k8s::label(pod, kOperationLabel);
   return label && label->has_value() && **label == naming::label_value(op.id);
 }
 

@@ -27,9 +27,6 @@
 
 namespace stsresize::steps {
 
-// Annotation on every copy Job: "<StatefulSet uid>/<metadata.generation>" when it was created.
-inline constexpr std::string_view kFenceGenerationAnnotation = "stsresize.dev/fence-generation";
-
 struct FenceBreach {
   enum class Kind {
     Replicas,  // spec.replicas or status.replicas of the StatefulSet is not 0

@@ -3,9 +3,9 @@
 
 #include "engine/actions/explain.h"
 #include "engine/naming.h"
-#include "engine/timestamp.h"
 #include "engine/planner.h"
 #include "engine/resize_request.h"
+#include "engine/timestamp.h"
 #include "states/machine.h"
 #include "states/step_support.h"
 
@@ -236,8 +236,8 @@ std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
 
 std::optional<ReconcileResult> Reconciler::Session::refuse_over_unfinished_backups() {
   ListOptions ours;
-  ours.label_selector = "stsresize.dev/statefulset=" + naming::label_value(ref_.name) +
-                        ",stsresize.dev/purpose=backup";
+  ours.label_selector = std::string{kStatefulSetLabel} + "=" + naming::label_value(ref_.name) +
+                        "," + std::string{kPurposeLabel} + "=" + std::string{kBackupPurpose};
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
   if (!claims) return retry("listing backup claims: " + claims.error().message);
   const std::vector<std::string> backups = unfinished_backups(sts_, claims->items);

@@ -200,7 +200,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_skip(const std::string&
   // What the skipped cleanup leaves, for the Event: listed before anything is journaled, so
   // that a failed list changes nothing.
   ListOptions ours;
-  ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op_.id);
+  ours.label_selector = std::string{kOperationLabel} + "=" + naming::label_value(op_.id);
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns, ours);
   if (!claims) return retry("listing claims: " + claims.error().message);
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns, ours);

@@ -4,35 +4,6 @@ namespace stsresize {
 
 namespace {
 
-struct RbacResource {
-  std::string_view api_group;
-  std::string_view plural;
-};
-
-RbacResource rbac_resource(Kind kind) {
-  switch (kind) {
-    case Kind::StatefulSet:
-      return {"apps", "statefulsets"};
-    case Kind::PersistentVolumeClaim:
-      return {"", "persistentvolumeclaims"};
-    case Kind::PersistentVolume:
-      return {"", "persistentvolumes"};
-    case Kind::Job:
-      return {"batch", "jobs"};
-    case Kind::Pod:
-      return {"", "pods"};
-    case Kind::StorageClass:
-      return {"storage.k8s.io", "storageclasses"};
-    case Kind::Event:
-      return {"", "events"};
-    case Kind::ConfigMap:
-      return {"", "configmaps"};
-    case Kind::Lease:
-      return {"coordination.k8s.io", "leases"};
-  }
-  return {"", "unknown"};
-}
-
 std::string namespace_of(const Json& object) {
   const Json& metadata = object.value("metadata", Json::object());
   return metadata.value("namespace", "");
@@ -51,12 +22,12 @@ template <class Result>
 Result DenialTrackingKubernetes::noted(Result result, std::string_view verb, Kind kind,
                                        std::string_view subresource, const std::string& ns) {
   if (!result && result.error().code == KubeErrorCode::Forbidden) {
-    const RbacResource resource = rbac_resource(kind);
+    const KindInfo resource = kind_info(kind);
     std::string plural{resource.plural};
     if (!subresource.empty()) plural += "/" + std::string{subresource};
     last_denial_ =
-        PermissionDenial{std::string{verb}, std::move(plural), std::string{resource.api_group},
-                         is_namespaced(kind) ? ns : std::string{}, result.error().message};
+        PermissionDenial{std::string{verb}, std::move(plural), std::string{resource.group},
+                         resource.namespaced ? ns : std::string{}, result.error().message};
   }
   return result;
 }

@@ -16,8 +16,6 @@ namespace {
 
 using namespace steps;
 
-inline constexpr std::string_view kRecreatedByAnnotation = "stsresize.dev/recreated-by";
-
 // Built from what planning captured: the source claim no longer exists at this point.
 // (Deliberately not k8s::strip_for_recreate of the live claim: there is none.)
 Json recreated_claim_body(const Operation& op, const ClaimPlan& claim) {

@@ -45,7 +45,7 @@ std::expected<std::optional<std::vector<Json>>, KubeError> list_storage_classes(
 }
 
 bool created_by(const Json& object, const Operation& op) {
-  auto value = k8s::annotation(object, kOperationAnnotation);
+  auto value = k8s::annotation(object, kOperationLabel);
   return value && value->has_value() && **value == op.id;
 }
 
@@ -176,7 +176,7 @@ namespace {
 // while, and their summary is of a copy that no longer counts.
 std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std::string& job,
                                                     const std::string& job_uid) {
-  const std::string selector = "stsresize.dev/operation=" + naming::label_value(ctx.op.id);
+  const std::string selector = std::string{kOperationLabel} + "=" + naming::label_value(ctx.op.id);
   auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
   if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
   for (const Json& pod : pods->items) {
@@ -287,7 +287,7 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
 
 std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(
     StepContext& ctx, const std::string& job) {
-  const std::string selector = "stsresize.dev/operation=" + naming::label_value(ctx.op.id);
+  const std::string selector = std::string{kOperationLabel} + "=" + naming::label_value(ctx.op.id);
   auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
   if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
   for (const Json& pod : pods->items) {

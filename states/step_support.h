@@ -8,13 +8,10 @@
 #include <vector>
 
 #include "engine/k8s_objects.h"
+#include "engine/vocabulary.h"
 #include "states/step.h"
 
 namespace stsresize::steps {
-
-// Annotation put on everything an operation creates (backup claims, recreated claims, Jobs):
-// value = operation id. An object without it, or with another id, is never touched.
-inline constexpr std::string_view kOperationAnnotation = "stsresize.dev/operation";
 
 using Lookup = std::expected<std::optional<Json>, StepOutcome>;
 // nullopt when NotFound; any other error becomes the outcome to return.

@@ -336,7 +336,8 @@ struct Attempt {
     return kExitRefused;
   }
   std::string watch() const {
-    return "kubectl -n " + target.ns + " get sts " + target.name + " -L stsresize.dev/phase -w";
+    return "kubectl -n " + target.ns + " get sts " + target.name + " -L " +
+           std::string{kPhaseAnnotation} + " -w";
   }
   AdvanceRequest request(Action action) const {
     return {action, op.phase, op.id, who, format_timestamp(caller.now), caller.nonce};
@@ -535,7 +536,7 @@ int skip_branch(const Attempt& at) {
     return at.refuse(allowed.error());
   }
   ListOptions ours;
-  ours.label_selector = "stsresize.dev/operation=" + naming::label_value(op.id);
+  ours.label_selector = std::string{kOperationLabel} + "=" + naming::label_value(op.id);
   auto claims = at.kube.list(Kind::PersistentVolumeClaim, at.target.ns, ours);
   auto jobs =
       claims ? at.kube.list(Kind::Job, at.target.ns, ours) : std::unexpected(claims.error());

@@ -35,14 +35,6 @@ namespace stsresize::cli {
 
 namespace {
 
-// "17s", "30m", "1h": whole minutes and hours as such.
-std::string seconds_text(Duration duration) {
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(duration).count();
-  if (seconds >= 3600 && seconds % 3600 == 0) return std::to_string(seconds / 3600) + "h";
-  if (seconds >= 60 && seconds % 60 == 0) return std::to_string(seconds / 60) + "m";
-  return std::to_string(seconds) + "s";
-}
-
 std::string host_name() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
@@ -274,8 +266,8 @@ Taken take_lease(LocalLease& lease, Kubernetes& kube, const Clock& clock, const 
       const Duration wait_out = std::chrono::seconds{view.duration_seconds};
       give_up = lease_clock.now() + wait_out + 2 * settings.retry_period;
       out << "the Lease " << lease_name(settings) << " names " << held_by(view)
-          << ", not renewed since: waiting up to " << seconds_text(wait_out + settings.retry_period)
-          << " to see that it expired\n";
+          << ", not renewed since: waiting up to "
+          << format_duration(wait_out + settings.retry_period) << " to see that it expired\n";
     } else if (lease_clock.now() > give_up) {
       err << "stsresize advance: refused: the Lease " << lease_name(settings)
           << " could not be taken from " << held_by(view) << "; run this again\n";
@@ -296,13 +288,14 @@ Rest run_until_rest(Kubernetes& kube, Journal& journal, const Clock& clock, Even
                     std::ostream& out, std::ostream& err) {
   Reconciler reconciler(kube, journal, clock, events, settings.engine);
   const TimePoint deadline = lease_clock.now() + settings.timeout;
-  const std::string where = "kubectl -n " + sts.ns + " get sts " + sts.name +
-                            " -L stsresize.dev/phase -L stsresize.dev/awaiting-approval";
+  const std::string where = "kubectl -n " + sts.ns + " get sts " + sts.name + " -L " +
+                            std::string{kPhaseAnnotation} + " -L " +
+                            std::string{kAwaitingApprovalAnnotation};
   std::string last_message;
   for (;;) {
     if (lease.lost()) {
       err << "stsresize advance: --apply-locally: the Lease " << lease_name(settings)
-          << " was lost (not renewed within " << seconds_text(settings.renew_deadline)
+          << " was lost (not renewed within " << format_duration(settings.renew_deadline)
           << "); stopped. Nothing is lost: the annotations say where the operation is, and the "
              "controller or another --apply-locally continues it ("
           << where << ")\n";
@@ -373,7 +366,7 @@ Rest run_until_rest(Kubernetes& kube, Journal& journal, const Clock& clock, Even
       return Rest::Stopped;
     }
     if (lease_clock.now() >= deadline) {
-      err << "stsresize advance: --apply-locally: --timeout " << seconds_text(settings.timeout)
+      err << "stsresize advance: --apply-locally: --timeout " << format_duration(settings.timeout)
           << " reached before the operation rested. " << stopped << "\n";
       return Rest::TimedOut;
     }
@@ -480,7 +473,7 @@ int apply_locally(Kubernetes& kube, Journal& journal, const Clock& clock, EventR
         << settings.identity << (pending ? ", take that request" : ", write that annotation")
         << ", run the engine here (journal " << options.journal
         << ") until the operation waits for approval again or ends, at most "
-        << seconds_text(settings.timeout) << ", and release the Lease\n";
+        << format_duration(settings.timeout) << ", and release the Lease\n";
     return kExitOk;
   }
 
@@ -534,14 +527,14 @@ int apply_locally(Kubernetes& kube, Journal& journal, const Clock& clock, EventR
     return kExitRefused;
   }
   out << "running the engine here until the operation waits or ends (journal " << options.journal
-      << ", at most " << seconds_text(settings.timeout) << ")\n";
+      << ", at most " << format_duration(settings.timeout) << ")\n";
   const Rest rest = run_until_rest(kube, journal, clock, events, lease_clock, lease, sts, *request,
                                    seen, settings, hooks, out, err);
   if (rest == Rest::LeaseLost) return kExitLeadershipLost;
   if (auto released = lease.release(); !released) {
     err << "stsresize advance: --apply-locally: the Lease " << lease_name(settings)
         << " was not released (" << released.error().message << "); it expires in "
-        << seconds_text(settings.lease_duration) << "\n";
+        << format_duration(settings.lease_duration) << "\n";
   } else {
     out << "released the Lease " << lease_name(settings) << "\n";
   }

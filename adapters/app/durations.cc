@@ -1,7 +1,10 @@
 #include "adapters/app/durations.h"
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 
 namespace stsresize {
@@ -44,6 +47,52 @@ std::expected<Duration, std::string> parse_duration(std::string_view text) {
     if (total_ms < 0) return refuse("too large");
   }
   return Duration{total_ms};
+}
+
+std::string format_duration(Duration duration) {
+  const std::int64_t ms = std::max<std::int64_t>(duration.count(), 0);
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  const std::int64_t hours = ms / 3'600'000;
+  const std::int64_t minutes = ms / 60'000 % 60;
+  const std::int64_t seconds = ms / 1000 % 60;
+  const std::int64_t millis = ms % 1000;
+  std::string out;
+  if (hours > 0) out += std::to_string(hours) + "h";
+  if (minutes > 0) out += std::to_string(minutes) + "m";
+  if (seconds > 0 || millis > 0) {
+    out += std::to_string(seconds);
+    if (millis > 0) {
+      char fraction[8];
+      std::snprintf(fraction, sizeof fraction, ".%03d", static_cast<int>(millis));
+      std::string text = fraction;
+      while (text.back() == '0') text.pop_back();
+      out += text;
+    }
+    out += "s";
+  }
+  return out;
+}
+
+std::string human_age(Duration age) {
+  const std::int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return std::to_string(seconds) + "s";
+  const std::int64_t minutes = seconds / 60;
+  auto two = [](std::int64_t big, std::string_view big_unit, std::int64_t small,
+                std::string_view small_unit) {
+    std::string out = std::to_string(big) + std::string{big_unit};
+    if (small != 0) out += std::to_string(small) + std::string{small_unit};
+    return out;
+  };
+  if (minutes < 10) return two(minutes, "m", seconds % 60, "s");
+  if (minutes < 180) return std::to_string(minutes) + "m";
+  const std::int64_t hours = minutes / 60;
+  if (hours < 8) return two(hours, "h", minutes % 60, "m");
+  if (hours < 48) return std::to_string(hours) + "h";
+  const std::int64_t days = hours / 24;
+  if (days < 8) return two(days, "d", hours % 24, "h");
+  if (days < 730) return std::to_string(days) + "d";
+  return two(days / 365, "y", days % 365, "d");
 }
 
 }  // namespace stsresize

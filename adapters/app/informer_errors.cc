@@ -26,7 +26,7 @@ std::string cause_key(const runtime::InformerError& error) {
 }
 
 std::string plural(Kind kind) {
-  return std::string{api_resource(kind).plural};
+  return std::string{kind_info(kind).plural};
 }
 
 // "listing statefulsets in every namespace", "watching storageclasses".
@@ -54,7 +54,7 @@ std::string resolved(KubeErrorCode code, Kind kind) {
 }  // namespace
 
 std::string explain(const runtime::InformerError& error) {
-  const ApiResource resource = api_resource(error.kind);
+  const KindInfo resource = kind_info(error.kind);
   const std::string retrying = "; retrying with backoff";
   switch (error.error.code) {
     case KubeErrorCode::Unauthorized:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "adapters/app/exit_codes.h"
+#include "adapters/app/text_table.h"
 #include "adapters/app/version_command.h"
 #include "adapters/journal/journal_export.h"
 #include "adapters/journal/sqlite_journal.h"
@@ -329,7 +330,7 @@ int run_journal_list(Journal& journal, const JournalOptions& options, std::ostre
         err, "list", "cannot read journal " + name_of(options) + ": " + operations.error().message);
   }
   Json rows = Json::array();
-  std::vector<std::vector<std::string>> table{
+  std::vector<Cells> table{
       {"OPERATION", "NAMESPACE", "STATEFULSET", "PHASE", "EVENTS", "FIRST", "LAST", "CHECK"}};
   for (const OperationSummary& op : *operations) {
     auto records = journal.read(op.operation_id);
@@ -363,18 +364,7 @@ int run_journal_list(Journal& journal, const JournalOptions& options, std::ostre
     out << "No operations in " << name_of(options) << ".\n";
     return kExitOk;
   }
-  std::vector<std::size_t> widths(table.front().size(), 0);
-  for (const auto& cells : table) {
-    for (std::size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
-  }
-  for (const auto& cells : table) {
-    std::string line;
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      line += cells[i];
-      if (i + 1 < cells.size()) line += std::string(widths[i] - cells[i].size() + 2, ' ');
-    }
-    out << line << "\n";
-  }
+  out << text_table(table, TableStyle{.gap = 2});
   return kExitOk;
 }
 

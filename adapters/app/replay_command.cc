@@ -2,15 +2,16 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <vector>
 
+#include "adapters/app/durations.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/namespaces.h"
+#include "adapters/app/text_table.h"
 #include "adapters/journal/journal_export.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "engine/json.h"
@@ -67,47 +68,6 @@ constexpr std::string_view kFooter =
     "     does not match (without --ignore-checksum)\n"
     "  2  usage error (also an --operation the journal has never seen), or the journal or export\n"
     "     cannot be read (missing file, not a journal, written by a newer stsresize)";
-
-// Columns are padded by what a terminal shows: UTF-8 continuation bytes take no column.
-std::size_t display_width(std::string_view text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
-}
-
-std::string pad_right(std::string text, std::size_t width) {
-  const std::size_t shown = display_width(text);
-  if (shown < width) text.append(width - shown, ' ');
-  return text;
-}
-
-std::string pad_left(const std::string& text, std::size_t width) {
-  const std::size_t shown = display_width(text);
-  return shown < width ? std::string(width - shown, ' ') + text : text;
-}
-
-// Go's style: "450ms", "15s", "2m13.5s", "1h2m0s".
-std::string format_duration(Duration duration) {
-  std::int64_t ms = duration.count();
-  if (ms < 0) ms = 0;
-  if (ms < 1000) return std::to_string(ms) + "ms";
-  const std::int64_t hours = ms / 3'600'000;
-  const std::int64_t minutes = ms / 60'000 % 60;
-  const std::int64_t seconds = ms / 1000 % 60;
-  const std::int64_t millis = ms % 1000;
-  std::string out;
-  if (hours > 0) out += std::to_string(hours) + "h";
-  if (hours > 0 || minutes > 0) out += std::to_string(minutes) + "m";
-  out += std::to_string(seconds);
-  if (millis > 0) {
-    char fraction[8];
-    std::snprintf(fraction, sizeof fraction, ".%03d", static_cast<int>(millis));
-    std::string text = fraction;
-    while (text.back() == '0') text.pop_back();
-    out += text;
-  }
-  return out + "s";
-}
 
 // `shown`: the operation's rows in the timeline, fewer than its events under a time window.
 std::string summary_line(const OperationOutcome& op, std::int64_t shown,
@@ -358,35 +318,13 @@ int run_replay(Journal& journal, const ReplayOptions& options, std::ostream& out
 std::string render_replay_text(const Replay& replay) {
   if (replay.operations.empty()) return "No journal records match.\n";
 
-  using Cells = std::vector<std::string>;
   std::vector<Cells> table{{"TIME", "OPERATION", "SEQ", "PHASE", "EVENT", "DETAILS"}};
   for (const TimelineRow& row : replay.rows) {
     table.push_back({format_timestamp(row.time), row.operation_id, std::to_string(row.sequence),
                      std::string{to_string(row.phase_after)}, row.event_type, row.details});
   }
-  std::vector<std::size_t> widths(table.front().size(), 0);
-  for (const Cells& cells : table) {
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      widths[i] = std::max(widths[i], display_width(cells[i]));
-    }
-  }
   constexpr std::size_t kSequenceColumn = 2;
-  std::string out;
-  for (const Cells& cells : table) {
-    std::string line;
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      const bool last = i + 1 == cells.size();
-      if (last) {
-        line += cells[i];
-      } else if (i == kSequenceColumn) {
-        line += pad_left(cells[i], widths[i]) + "  ";
-      } else {
-        line += pad_right(cells[i], widths[i]) + "  ";
-      }
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
+  std::string out = text_table(table, TableStyle{.gap = 2, .right_aligned = {kSequenceColumn}});
   out += "\n";
   for (const OperationOutcome& op : replay.operations) {
     const auto shown = std::count_if(replay.rows.begin(), replay.rows.end(), [&](const auto& row) {

@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 
+#include "adapters/app/durations.h"
+#include "adapters/app/text_table.h"
 #include "engine/actions/explain.h"
 #include "engine/actions/rules.h"
 #include "engine/annotations.h"
@@ -22,43 +24,14 @@ namespace stsresize::cli {
 
 namespace {
 
-constexpr std::string_view kOperationLabel = "stsresize.dev/operation";
-constexpr std::string_view kPurposeLabel = "stsresize.dev/purpose";
-constexpr std::string_view kSourceClaimAnnotation = "stsresize.dev/source-claim";
 constexpr std::string_view kRejectedPrefix = "rejected: ";
 // describe shows this many Events, the most recent ones.
 constexpr std::size_t kMaxEvents = 20;
 
-using Cells = std::vector<std::string>;
-
-// Padding counts what a terminal shows: UTF-8 continuation bytes take no column.
-std::size_t columns_of(std::string_view text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
-}
-
-// Left-aligned columns, three spaces apart as kubectl prints them; the last column is not
-// padded. Every line starts with `indent`.
+// Left-aligned columns, three spaces apart as kubectl prints them; every line starts with
+// `indent`.
 std::string columns(const std::vector<Cells>& table, std::string_view indent = "") {
-  std::vector<std::size_t> widths;
-  for (const Cells& cells : table) {
-    if (widths.size() < cells.size()) widths.resize(cells.size(), 0);
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      widths[i] = std::max(widths[i], columns_of(cells[i]));
-    }
-  }
-  std::string out;
-  for (const Cells& cells : table) {
-    std::string line{indent};
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      line += cells[i];
-      if (i + 1 < cells.size()) line.append(widths[i] - columns_of(cells[i]) + 3, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
+  return text_table(table, TableStyle{.indent = indent});
 }
 
 std::string or_dash(const std::string& text) {
@@ -243,28 +216,6 @@ std::string_view to_string(StatusKind kind) {
   return "Invalid";
 }
 
-std::string human_age(Duration age) {
-  const std::int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(age).count();
-  if (seconds < 0) return "0s";
-  if (seconds < 120) return std::to_string(seconds) + "s";
-  const std::int64_t minutes = seconds / 60;
-  auto two = [](std::int64_t big, std::string_view big_unit, std::int64_t small,
-                std::string_view small_unit) {
-    std::string out = std::to_string(big) + std::string{big_unit};
-    if (small != 0) out += std::to_string(small) + std::string{small_unit};
-    return out;
-  };
-  if (minutes < 10) return two(minutes, "m", seconds % 60, "s");
-  if (minutes < 180) return std::to_string(minutes) + "m";
-  const std::int64_t hours = minutes / 60;
-  if (hours < 8) return two(hours, "h", minutes % 60, "m");
-  if (hours < 48) return std::to_string(hours) + "h";
-  const std::int64_t days = hours / 24;
-  if (days < 8) return two(days, "d", hours % 24, "h");
-  if (days < 730) return std::to_string(days) + "d";
-  return two(days / 365, "y", days % 365, "d");
-}
-
 std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Json> claims,
                                     std::span<const Json> jobs) {
   StatusRow row;
@@ -326,7 +277,7 @@ std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Jso
       row.jobs.push_back(job_view(*job));
     }
     for (const Json* claim : belonging(claims, row.ns, row.name, row.operation_id)) {
-      if (label_or_empty(*claim, kPurposeLabel) != "backup") continue;
+      if (label_or_empty(*claim, kPurposeLabel) != kBackupPurpose) continue;
       row.backup_claims.push_back(string_at(*claim, {"metadata", "name"}));
     }
     if (row.message.empty()) {
@@ -702,7 +653,7 @@ void describe_related(std::string& out, const DescribeInput& input, const Status
 
   std::vector<const Json*> backups;
   for (const Json* claim : belonging(input.claims, ns, row.name, "")) {
-    if (label_or_empty(*claim, kPurposeLabel) == "backup") backups.push_back(claim);
+    if (label_or_empty(*claim, kPurposeLabel) == kBackupPurpose) backups.push_back(claim);
   }
   out += "\nBackup claims:";
   if (backups.empty()) {

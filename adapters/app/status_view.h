@@ -95,9 +95,6 @@ std::string render_status_yaml(std::span<const StatusRow> rows, TimePoint now);
 // Any JSON document as block YAML; strings YAML would read as something else are quoted.
 std::string to_yaml(const Json& document);
 
-// kubectl's ages: "45s", "3m12s", "17m", "2h5m", "26h", "3d4h", "12d".
-std::string human_age(Duration age);
-
 // `stsresize describe`: everything known about one StatefulSet's resizes.
 struct DescribeInput {
   Json statefulset;  // or the definition kept in `definition_config_map`

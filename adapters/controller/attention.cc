@@ -9,11 +9,6 @@
 
 namespace stsresize {
 
-namespace {
-// The explicit request annotation (issue #5); kept here until the engine names it.
-constexpr std::string_view kResizeRequestAnnotation = "stsresize.dev/resize";
-}  // namespace
-
 std::string_view to_string(Attention attention) {
   switch (attention) {
     case Attention::None:

@@ -212,64 +212,23 @@ const Json& at_or_null(const Json& object, std::initializer_list<const char*> pa
   return *node;
 }
 
-std::string_view api_version_of(Kind kind) {
-  switch (kind) {
-    case Kind::StatefulSet:
-      return "apps/v1";
-    case Kind::Job:
-      return "batch/v1";
-    case Kind::StorageClass:
-      return "storage.k8s.io/v1";
-    case Kind::Lease:
-      return "coordination.k8s.io/v1";
-    default:
-      return "v1";
-  }
+namespace {
+
+// "<name>.<group>", or the name alone for the core group.
+std::string qualified(std::string_view name, Kind kind) {
+  const std::string_view group = kind_info(kind).group;
+  if (group.empty()) return std::string{name};
+  return std::string{name} + "." + std::string{group};
 }
 
+}  // namespace
+
 std::string qualified_resource(Kind kind) {
-  std::string plural;
-  switch (kind) {
-    case Kind::StatefulSet:
-      plural = "statefulsets";
-      break;
-    case Kind::PersistentVolumeClaim:
-      plural = "persistentvolumeclaims";
-      break;
-    case Kind::PersistentVolume:
-      plural = "persistentvolumes";
-      break;
-    case Kind::Job:
-      plural = "jobs";
-      break;
-    case Kind::Pod:
-      plural = "pods";
-      break;
-    case Kind::StorageClass:
-      plural = "storageclasses";
-      break;
-    case Kind::Event:
-      plural = "events";
-      break;
-    case Kind::ConfigMap:
-      plural = "configmaps";
-      break;
-    case Kind::Lease:
-      plural = "leases";
-      break;
-  }
-  const std::string_view version = api_version_of(kind);
-  const std::size_t slash = version.find('/');
-  if (slash != std::string_view::npos) plural += "." + std::string{version.substr(0, slash)};
-  return plural;
+  return qualified(kind_info(kind).plural, kind);
 }
 
 std::string qualified_kind(Kind kind) {
-  std::string name{to_string(kind)};
-  const std::string_view version = api_version_of(kind);
-  const std::size_t slash = version.find('/');
-  if (slash != std::string_view::npos) name += "." + std::string{version.substr(0, slash)};
-  return name;
+  return qualified(kind_info(kind).name, kind);
 }
 
 bool has_status_subresource(Kind kind) {

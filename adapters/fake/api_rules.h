@@ -16,7 +16,6 @@
 
 namespace stsresize::fake {
 
-std::string_view api_version_of(Kind kind);  // "apps/v1", "v1", ...
 // The value at a path of object keys, or null when any step is missing or not an object.
 const Json& at_or_null(const Json& object, std::initializer_list<const char*> path);
 // "StatefulSet.apps", "PersistentVolumeClaim": how the API server names the kind in errors.

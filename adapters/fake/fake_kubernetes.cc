@@ -136,7 +136,7 @@ std::optional<KubeError> check_body(Kind kind, const Json& object) {
                                                     std::string{to_string(kind)} + ")"};
   }
   const std::string api_version = text_at(object, "apiVersion");
-  if (!api_version.empty() && api_version != fake::api_version_of(kind)) {
+  if (!api_version.empty() && api_version != api_version_of(kind)) {
     return KubeError{KubeErrorCode::BadRequest,
                      "apiVersion " + api_version + " is not served for " +
                          std::string{to_string(kind)} + " by this server"};
@@ -145,7 +145,7 @@ std::optional<KubeError> check_body(Kind kind, const Json& object) {
 }
 
 void set_type_meta(Kind kind, Json& object) {
-  object["apiVersion"] = fake::api_version_of(kind);
+  object["apiVersion"] = api_version_of(kind);
   object["kind"] = to_string(kind);
 }
 

@@ -33,7 +33,7 @@ bool has_owner(const Json& object, const std::string& owner_uid) {
 }
 
 Json controller_reference(Kind kind, const Json& owner) {
-  return Json{{"apiVersion", fake::api_version_of(kind)},
+  return Json{{"apiVersion", api_version_of(kind)},
               {"kind", to_string(kind)},
               {"name", text(owner, {"metadata", "name"})},
               {"uid", text(owner, {"metadata", "uid"})},

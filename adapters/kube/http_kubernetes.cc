@@ -87,36 +87,6 @@ StorePtr store_of(const Certificates& certificates) {
   return store;
 }
 
-// Kind -> REST group/version prefix and resource (plural).
-struct KindInfo {
-  std::string_view prefix;
-  std::string_view plural;
-};
-
-KindInfo info(Kind kind) {
-  switch (kind) {
-    case Kind::StatefulSet:
-      return {"/apis/apps/v1", "statefulsets"};
-    case Kind::PersistentVolumeClaim:
-      return {"/api/v1", "persistentvolumeclaims"};
-    case Kind::PersistentVolume:
-      return {"/api/v1", "persistentvolumes"};
-    case Kind::Job:
-      return {"/apis/batch/v1", "jobs"};
-    case Kind::Pod:
-      return {"/api/v1", "pods"};
-    case Kind::StorageClass:
-      return {"/apis/storage.k8s.io/v1", "storageclasses"};
-    case Kind::Event:
-      return {"/api/v1", "events"};
-    case Kind::ConfigMap:
-      return {"/api/v1", "configmaps"};
-    case Kind::Lease:
-      return {"/apis/coordination.k8s.io/v1", "leases"};
-  }
-  return {"/api/v1", "unknown"};
-}
-
 std::string_view reason_phrase(int status) {
   switch (status) {
     case 400:
@@ -359,11 +329,13 @@ std::string url_encode(std::string_view text) {
 }
 
 std::string resource_path(Kind kind, std::string_view ns, std::string_view name) {
-  const KindInfo kind_info = info(kind);
-  std::string path{kind_info.prefix};
-  if (is_namespaced(kind) && !ns.empty()) path += "/namespaces/" + url_encode(ns);
+  const KindInfo info = kind_info(kind);
+  // The core group is served under /api/v1, every other group under /apis/<group>/<version>.
+  std::string path = info.group.empty() ? "/api" : "/apis/" + std::string{info.group};
+  path += "/" + std::string{info.version};
+  if (info.namespaced && !ns.empty()) path += "/namespaces/" + url_encode(ns);
   path += '/';
-  path += kind_info.plural;
+  path += info.plural;
   if (!name.empty()) path += "/" + url_encode(name);
   return path;
 }

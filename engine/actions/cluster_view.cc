@@ -4,6 +4,7 @@
 #include "engine/naming.h"
 #include "engine/planner.h"
 #include "engine/resize_request.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
 
@@ -27,7 +28,7 @@ std::vector<std::string> sources_going(const Operation& op, const std::vector<Js
 bool labelled_by(const Json& object, const Operation& op) {
   auto labels = k8s::labels(object);
   if (!labels) return false;
-  auto label = labels->find("stsresize.dev/operation");
+  auto label = labels->find(std::string{kOperationLabel});
   return label != labels->end() && label->second == naming::label_value(op.id);
 }
 
@@ -42,7 +43,7 @@ std::vector<std::string> labelled_with(const Operation& op, const std::vector<Js
 std::vector<Json> failed_jobs(const Operation& op, const std::vector<Json>& jobs) {
   std::vector<Json> failed;
   for (const Json& job : jobs) {
-    auto owner = k8s::annotation(job, "stsresize.dev/operation");
+    auto owner = k8s::annotation(job, kOperationLabel);
     if (!labelled_by(job, op) || !owner || !owner->has_value() || **owner != op.id) {
       continue;  // not created by this operation: never touched
     }

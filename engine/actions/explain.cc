@@ -4,6 +4,7 @@
 
 #include "engine/naming.h"
 #include "engine/resize_request.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
 
@@ -385,14 +386,14 @@ std::string advance_command_line(Action action, std::string_view ns, std::string
 }
 
 std::string watch_hint(std::string_view ns, std::string_view name) {
-  return "kubectl -n " + std::string{ns} + " get sts " + std::string{name} +
-         " -L stsresize.dev/phase -L " + std::string{kAwaitingApprovalAnnotation} + " -w";
+  return "kubectl -n " + std::string{ns} + " get sts " + std::string{name} + " -L " +
+         std::string{kPhaseAnnotation} + " -L " + std::string{kAwaitingApprovalAnnotation} + " -w";
 }
 
 std::string backups_hint(const Operation& op) {
-  return "kubectl -n " + op.ns +
-         " get pvc -l stsresize.dev/operation=" + naming::label_value(op.id) +
-         ",stsresize.dev/purpose=backup";
+  return "kubectl -n " + op.ns + " get pvc -l " + std::string{kOperationLabel} + "=" +
+         naming::label_value(op.id) + "," + std::string{kPurposeLabel} + "=" +
+         std::string{kBackupPurpose};
 }
 
 std::string abort_failure(std::string_view by, Phase phase) {
@@ -407,7 +408,7 @@ std::string retry_trigger(std::string_view old_operation, std::string_view by,
 
 std::string skip_keeps(const Operation& op, const std::vector<std::string>& claims,
                        const std::vector<std::string>& jobs) {
-  const std::string label = "stsresize.dev/operation=" + naming::label_value(op.id);
+  const std::string label = std::string{kOperationLabel} + "=" + naming::label_value(op.id);
   if (claims.empty() && jobs.empty()) return "nothing (no claim or Job labelled " + label + ")";
   std::string kept;
   if (!claims.empty()) kept += (claims.size() == 1 ? "claim " : "claims ") + joined(claims);

@@ -19,12 +19,9 @@
 
 #include "engine/json.h"
 #include "engine/operation.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
-
-inline constexpr std::string_view kModeAnnotation = "stsresize.dev/mode";
-inline constexpr std::string_view kAdvanceAnnotation = "stsresize.dev/advance";
-inline constexpr std::string_view kAwaitingApprovalAnnotation = "stsresize.dev/awaiting-approval";
 
 // What a person asks of an operation. Each has one rule (engine/actions/rules.h) that the CLI
 // and the engine both decide with, and one Trigger row kind in the state machine:

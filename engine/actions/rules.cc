@@ -206,7 +206,7 @@ Verdict check_resume(const Operation& op, const TransitionRules& rules,
     if (failed_in != Phase::Restoring || claim.restore_verified) continue;
     const std::string backup = naming::backup_claim(claim.claim);
     const Json* live = live_named(claims, backup);
-    auto owner = live ? k8s::annotation(*live, "stsresize.dev/operation")
+    auto owner = live ? k8s::annotation(*live, kOperationLabel)
                       : k8s::Result<std::optional<std::string>>{std::nullopt};
     auto about_backup = [&](RefusalReason reason) {
       Refusal r = refusal(Action::Retry, reason, op);

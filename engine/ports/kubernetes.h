@@ -29,17 +29,46 @@ enum class Kind {
   Lease,
 };
 
-std::string_view to_string(Kind kind);
-bool is_namespaced(Kind kind);
-
-// A kind's REST resource as URLs and RBAC rules name it: group ("" for the core group),
-// version and plural, e.g. {"apps", "v1", "statefulsets"}.
-struct ApiResource {
-  std::string_view group;
-  std::string_view version;
-  std::string_view plural;
+// How the API names a kind, in URLs, apiVersion fields, error texts and RBAC rules. The one
+// place that says it: the HTTP adapter, the fake and the permission checks all read it.
+struct KindInfo {
+  std::string_view name;     // "StatefulSet", as in an object's `kind`
+  std::string_view group;    // "apps"; "" for the core group
+  std::string_view version;  // "v1"
+  std::string_view plural;   // "statefulsets": the REST resource
+  bool namespaced;           // false for PersistentVolume and StorageClass
 };
-ApiResource api_resource(Kind kind);
+
+// No `default:` on purpose: -Wswitch (an error here) stops a Kind added without its row.
+constexpr KindInfo kind_info(Kind kind) {
+  switch (kind) {
+    case Kind::StatefulSet:
+      return {"StatefulSet", "apps", "v1", "statefulsets", true};
+    case Kind::PersistentVolumeClaim:
+      return {"PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", true};
+    case Kind::PersistentVolume:
+      return {"PersistentVolume", "", "v1", "persistentvolumes", false};
+    case Kind::Job:
+      return {"Job", "batch", "v1", "jobs", true};
+    case Kind::Pod:
+      return {"Pod", "", "v1", "pods", true};
+    case Kind::StorageClass:
+      return {"StorageClass", "storage.k8s.io", "v1", "storageclasses", false};
+    case Kind::Event:
+      return {"Event", "", "v1", "events", true};
+    case Kind::ConfigMap:
+      return {"ConfigMap", "", "v1", "configmaps", true};
+    case Kind::Lease:
+      return {"Lease", "coordination.k8s.io", "v1", "leases", true};
+  }
+  // Only a value cast from outside the enumeration gets here.
+  return {"Unknown", "", "v1", "unknown", true};
+}
+
+std::string_view to_string(Kind kind);  // kind_info(kind).name
+bool is_namespaced(Kind kind);          // kind_info(kind).namespaced
+// An object's apiVersion: "apps/v1", or "v1" for the core group.
+std::string api_version_of(Kind kind);
 
 // Names one object. `ns` is empty for cluster-scoped kinds (PersistentVolume, StorageClass).
 struct ObjectRef {

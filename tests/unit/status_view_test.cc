@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "adapters/app/durations.h"
 #include "engine/annotations.h"
 #include "tests/support/golden.h"
 #include "tests/support/replay_samples.h"

@@ -1,0 +1,59 @@
+#pragma once
+// Every stsresize.dev/* key stsresize writes or reads, and the label values it compares, in one
+// place: a rename is one edit here, and a grep for a key finds its meaning. Code outside this
+// header names the constants, never the text (tests spell the text: they check the wire format).
+// Only <string_view> is included, so any file of engine/, states/ or adapters/ can use it.
+#include <string_view>
+
+namespace stsresize {
+
+// --- On the StatefulSet: the operation in flight (engine/annotations.h) ---
+// Versioned JSON of the Operation (engine/operation_codec.h): authoritative "where are we".
+inline constexpr std::string_view kStateAnnotation = "stsresize.dev/state";
+// Phase name for humans (`kubectl get sts -L`); never read back.
+inline constexpr std::string_view kPhaseAnnotation = "stsresize.dev/phase";
+// Short summary left when an operation completed (its id, outcome).
+inline constexpr std::string_view kLastOperationAnnotation = "stsresize.dev/last-operation";
+// The replica count the operation in flight started from, kept apart from the state so that a
+// state removed by hand cannot make the next operation start from the 0 this one scaled to.
+inline constexpr std::string_view kOriginalReplicasAnnotation = "stsresize.dev/original-replicas";
+// Label "true" once an operation failed: never resized again automatically until removed.
+inline constexpr std::string_view kFailedLabel = "stsresize.dev/failed";
+
+// --- On the StatefulSet: what people ask for (engine/resize_request.h) ---
+// An explicit request, written by the user: new storage size or class per template.
+inline constexpr std::string_view kResizeRequestAnnotation = "stsresize.dev/resize";
+// Written by stsresize when it refuses that request: "rejected: <why>".
+inline constexpr std::string_view kResizeStatusAnnotation = "stsresize.dev/resize-status";
+
+// --- On the StatefulSet: operating a resize by hand (engine/advance_request.h) ---
+// Written by the user: auto (absent), manual or step: which transitions wait for approval.
+inline constexpr std::string_view kModeAnnotation = "stsresize.dev/mode";
+// Written by `stsresize advance`, removed when consumed: approve, abort, retry or skip.
+inline constexpr std::string_view kAdvanceAnnotation = "stsresize.dev/advance";
+// "BackingUp -> Recreating" while a transition waits for `stsresize advance --approve`.
+inline constexpr std::string_view kAwaitingApprovalAnnotation = "stsresize.dev/awaiting-approval";
+
+// --- On what stsresize creates: claims, copy Jobs, the definition ConfigMap ---
+// Label naming::label_value(<operation id>) to select an operation's claims, Jobs and copy
+// pods; also an annotation holding the full id (a label value may be cut to 63 characters).
+inline constexpr std::string_view kOperationLabel = "stsresize.dev/operation";
+// Label naming::label_value(<StatefulSet name>) to select and watch a StatefulSet's objects;
+// also an annotation holding the full name (on Jobs and the definition ConfigMap).
+inline constexpr std::string_view kStatefulSetLabel = "stsresize.dev/statefulset";
+// Label on copy Jobs and backup claims: what the object is for, kBackupPurpose or
+// kRestorePurpose.
+inline constexpr std::string_view kPurposeLabel = "stsresize.dev/purpose";
+inline constexpr std::string_view kBackupPurpose = "backup";
+inline constexpr std::string_view kRestorePurpose = "restore";
+// Annotations on copy Jobs (and the source one on backup claims): the claims copied from and to.
+inline constexpr std::string_view kSourceClaimAnnotation = "stsresize.dev/source-claim";
+inline constexpr std::string_view kDestinationClaimAnnotation = "stsresize.dev/destination-claim";
+// On a copy Job: "<StatefulSet uid>/<metadata.generation>" when it was created (states/fence.h);
+// a Job from before a change of the StatefulSet may have copied data that changed since.
+inline constexpr std::string_view kFenceGenerationAnnotation = "stsresize.dev/fence-generation";
+// On a claim stsresize re-created at its new size: the operation that re-created it, so a claim
+// someone else created under that name is told apart (states/recreate.cc).
+inline constexpr std::string_view kRecreatedByAnnotation = "stsresize.dev/recreated-by";
+
+}  // namespace stsresize
