@@ -21,9 +21,19 @@ std::string bounded(std::string_view text, std::size_t max_bytes, std::string_vi
 std::string quote(std::string_view text) {
   constexpr std::size_t kWhole = 64;
   constexpr std::size_t kShown = 48;
-  if (text.size() <= kWhole) return "\"" + std::string{text} + "\"";
-  return "\"" + std::string{utf8_prefix(text, kShown)} + "...\" (" + std::to_string(text.size()) +
-         " bytes)";
+  // Appended rather than `"\"" + std::string{...}`: g++ 12 at -O3 (Release) reports a false
+  // -Werror=restrict inside operator+(const char*, std::string&&) (GCC bug 105651).
+  std::string out{"\""};
+  if (text.size() <= kWhole) {
+    out += text;
+    out += '"';
+    return out;
+  }
+  out += utf8_prefix(text, kShown);
+  out += "...\" (";
+  out += std::to_string(text.size());
+  out += " bytes)";
+  return out;
 }
 
 }  // namespace stsresize

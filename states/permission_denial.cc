@@ -24,7 +24,11 @@ Result DenialTrackingKubernetes::noted(Result result, std::string_view verb, Kin
   if (!result && result.error().code == KubeErrorCode::Forbidden) {
     const KindInfo resource = kind_info(kind);
     std::string plural{resource.plural};
-    if (!subresource.empty()) plural += "/" + std::string{subresource};
+    if (!subresource.empty()) {
+      // Two appends: `"/" + std::string{...}` trips g++ 12's false -Werror=restrict at -O3.
+      plural += '/';
+      plural += subresource;
+    }
     last_denial_ =
         PermissionDenial{std::string{verb}, std::move(plural), std::string{resource.group},
                          resource.namespaced ? ns : std::string{}, result.error().message};

@@ -17,7 +17,6 @@
 #include "adapters/app/exit_codes.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/events/kube_event_recorder.h"
-#include "adapters/journal/memory_journal.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "adapters/runtime/leader_election.h"
 #include "adapters/runtime/monotonic_clock.h"
@@ -604,8 +603,12 @@ int run_apply_locally(const AdvanceOptions& options, Kubernetes& kube, const Adv
   hooks.lease_clock = &lease_clock;
 
   if (options.dry_run) {
-    MemoryJournal unused;  // a dry run journals nothing
-    return apply_locally(kube, unused, clock, recorder, options, caller, settings, hooks, out, err);
+    // A dry run journals nothing; SQLite in memory stands in (the in-memory test double is not
+    // part of the product).
+    auto unused = SqliteJournal::open(":memory:");
+    if (!unused) return usage("in-memory journal: " + unused.error().message);
+    return apply_locally(kube, **unused, clock, recorder, options, caller, settings, hooks, out,
+                         err);
   }
   std::error_code ec;
   const std::filesystem::path path{options.journal};

@@ -23,7 +23,7 @@
 #include "adapters/clock/system_clock.h"
 #include "adapters/controller/controller.h"
 #include "adapters/events/kube_event_recorder.h"
-#include "adapters/failpoint/failpoint.h"
+#include "adapters/failpoint/hook.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "adapters/kube/http_kubernetes.h"
 #include "adapters/metrics/metrics.h"
@@ -268,10 +268,9 @@ void log_reconcile(const std::string& key, std::string_view result, Duration too
 }  // namespace
 
 int run_controller(const RunFlags& flags, std::ostream& err) {
-  const char* failpoint_env = std::getenv(failpoint::kEnvironmentVariable.data());
-  auto armed = failpoint::parse(failpoint_env == nullptr ? "" : failpoint_env);
-  if (!armed) {
-    err << "stsresize run: " << armed.error() << "\n";
+  auto test_hook = test_hook::from_environment();
+  if (!test_hook) {
+    err << "stsresize run: " << test_hook.error() << "\n";
     return kExitUsage;
   }
   auto config = resolve_run_flags(flags);
@@ -320,29 +319,9 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
       });
 
   // The test hook (adapters/failpoint): only the controller's own ports are wrapped.
-  Kubernetes* controller_kube = kube->get();
-  Journal* controller_journal = journal->get();
-  std::unique_ptr<failpoint::FailpointKubernetes> failpoint_kube;
-  std::unique_ptr<failpoint::FailpointJournal> failpoint_journal;
-  if (*armed) {
-    const failpoint::Failpoint& point = **armed;
-    logging::warn("failpoint armed: this process kills itself at a transition boundary",
-                  {{"failpoint", failpoint::to_string(point)}});
-    auto kill = [](const std::string& what) {
-      logging::error("failpoint fired", {{"at", what}});
-      spdlog::default_logger()->flush();
-      failpoint::kill_this_process(what);
-    };
-    if (point.position == failpoint::Position::AfterJournal) {
-      failpoint_journal =
-          std::make_unique<failpoint::FailpointJournal>(**journal, point.boundary, kill);
-      controller_journal = failpoint_journal.get();
-    } else {
-      failpoint_kube =
-          std::make_unique<failpoint::FailpointKubernetes>(**kube, point.boundary, kill);
-      controller_kube = failpoint_kube.get();
-    }
-  }
+  const test_hook::Ports ports = (*test_hook)(**kube, **journal);
+  Kubernetes* controller_kube = ports.kube;
+  Journal* controller_journal = ports.journal;
 
   // Informers retry failed lists and watches for ever; this says why, once per cause.
   InformerErrorLog informer_errors;
