@@ -11,7 +11,7 @@ namespace stsresize {
 
 namespace {
 
-using namespace events;
+using namespace entries;
 
 template <class... Ts>
 struct Overloaded : Ts... {
@@ -20,13 +20,14 @@ struct Overloaded : Ts... {
 
 }  // namespace
 
-std::expected<void, ReplayError> Folder::apply(const JournalRecord& record) {
-  auto event = decode_event(record);
+std::expected<void, ReplayError> ValidatingFold::apply(const JournalRecord& record) {
+  auto event = decode_entry(record);
   if (!event) return std::unexpected(ReplayError{record.sequence, event.error()});
   return apply(record, *event);
 }
 
-std::expected<void, ReplayError> Folder::apply(const JournalRecord& record, const Event& event) {
+std::expected<void, ReplayError> ValidatingFold::apply(const JournalRecord& record,
+                                                       const Entry& event) {
   const std::int64_t expected_sequence = state_ ? state_->last_sequence + 1 : 1;
   if (record.sequence != expected_sequence) {
     return std::unexpected(
@@ -48,10 +49,10 @@ std::expected<void, ReplayError> Folder::apply(const JournalRecord& record, cons
   return {};
 }
 
-std::expected<void, std::string> Folder::apply_event(const JournalRecord& record,
-                                                     const Event& event) {
+std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord& record,
+                                                             const Entry& event) {
   using Result = std::expected<void, std::string>;
-  const std::string type{event_type(event)};
+  const std::string type{entry_type(event)};
   if (!state_) {
     if (const auto* started = std::get_if<OperationStarted>(&event)) {
       Operation op;
@@ -80,7 +81,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
   // Only the record right after an accepted resume may be its PhaseChanged on Resume.
   const bool resume_pending = std::exchange(resume_taken_, false);
   if (const auto* changed = std::get_if<PhaseChanged>(&event);
-      resume_pending && (changed == nullptr || changed->event != PhaseEvent::Resume)) {
+      resume_pending && (changed == nullptr || changed->event != Trigger::Resume)) {
     return std::unexpected(type +
                            " right after an accepted retry of an operation whose sources "
                            "were replaced (its PhaseChanged on Resume belongs there)");
@@ -154,12 +155,12 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
                                      std::string{to_string(e.event)} +
                                      " is refused by the state machine");
             }
-            if (e.event == PhaseEvent::Skip && !skip_taken_) {
+            if (e.event == Trigger::Skip && !skip_taken_) {
               return std::unexpected("transition " + std::string{to_string(e.from)} + " -> " +
                                      std::string{to_string(e.to)} +
                                      " on Skip without a person's accepted skip just before it");
             }
-            if (e.event == PhaseEvent::Resume && !resume_pending) {
+            if (e.event == Trigger::Resume && !resume_pending) {
               return std::unexpected(
                   "PhaseChanged on Resume without an accepted OperatorAction retry right before "
                   "it");
@@ -173,7 +174,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
             } else {
               op.failed_in.reset();
             }
-            if (e.event == PhaseEvent::Resume) op.failure.clear();
+            if (e.event == Trigger::Resume) op.failure.clear();
             op.warning.clear();
             op.awaiting.reset();
             op.phase_since = record.time;
@@ -274,7 +275,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
           },
           [&](const ApprovalAwaited& e) -> Result {
             if (auto ok = in_phase(e.from); !ok) return ok;
-            if (e.event == PhaseEvent::CriticalError ||
+            if (e.event == Trigger::CriticalError ||
                 !rules_->allowed(e.from, e.event, op.sources_intact(), e.to)) {
               return std::unexpected("ApprovalAwaited for " + std::string{to_string(e.from)} +
                                      " -> " + std::string{to_string(e.to)} + " on " +
@@ -295,7 +296,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
               // Sources intact: the old operation's last word, a new operation starts from them.
               // Sources replaced: the PhaseChanged on Resume follows in the same append.
               const bool resumable =
-                  op.failed_in && rules_->allowed(Phase::Failed, PhaseEvent::Resume, false,
+                  op.failed_in && rules_->allowed(Phase::Failed, Trigger::Resume, false,
                                                   *op.failed_in, op.failed_in);
               if (op.phase != Phase::Failed || (!op.sources_intact() && !resumable)) {
                 return std::unexpected(
@@ -351,7 +352,7 @@ std::expected<void, std::string> Folder::apply_event(const JournalRecord& record
 
 std::expected<Operation, ReplayError> fold(std::span<const JournalRecord> records,
                                            const TransitionRules& rules) {
-  Folder folder{rules};
+  ValidatingFold folder{rules};
   for (const JournalRecord& record : records) {
     if (auto applied = folder.apply(record); !applied) return std::unexpected(applied.error());
   }

@@ -2,7 +2,7 @@
 // The fold: an operation's journal entries, applied one at a time, rebuild its state, and
 // every entry is checked against the rules on the way (engine/journal_entries.h holds the
 // entries themselves; reachable.h the one question about the rules the fold asks beside
-// TransitionRules::allowed). A new entry type's fold rule goes in Folder::apply_event.
+// TransitionRules::allowed). A new entry type's fold rule goes in ValidatingFold::apply_event.
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -27,18 +27,19 @@ struct ReplayError {
 // from the current phase, progress events match the phase they belong to and never claim a
 // delete before a verified backup, and a Resumed snapshot lags the journal by at most one
 // transition.
-class Folder {
+class ValidatingFold {
  public:
-  // `rules` must outlive the Folder. Copyable: apply to a trial copy, keep it if that worked.
-  explicit Folder(const TransitionRules& rules) : rules_(&rules) {}
+  // `rules` must outlive the ValidatingFold. Copyable: apply to a trial copy, keep it if that
+  // worked.
+  explicit ValidatingFold(const TransitionRules& rules) : rules_(&rules) {}
 
   std::expected<void, ReplayError> apply(const JournalRecord& record);
-  std::expected<void, ReplayError> apply(const JournalRecord& record, const Event& event);
+  std::expected<void, ReplayError> apply(const JournalRecord& record, const Entry& event);
   // nullopt before the first record.
   const std::optional<Operation>& state() const { return state_; }
 
  private:
-  std::expected<void, std::string> apply_event(const JournalRecord& record, const Event& event);
+  std::expected<void, std::string> apply_event(const JournalRecord& record, const Entry& event);
 
   const TransitionRules* rules_;
   std::optional<Operation> state_;

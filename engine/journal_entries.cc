@@ -14,7 +14,7 @@ namespace stsresize {
 
 namespace {
 
-using namespace events;
+using namespace entries;
 
 // ---- The JSON of one field value -----------------------------------------------------------
 // Codec<V> writes a value of type V and reads it strictly from the payload (engine/
@@ -70,7 +70,7 @@ struct EnumCodec {
 template <>
 struct Codec<Phase> : EnumCodec<Phase, &parse_phase> {};
 template <>
-struct Codec<PhaseEvent> : EnumCodec<PhaseEvent, &parse_phase_event> {};
+struct Codec<Trigger> : EnumCodec<Trigger, &parse_trigger> {};
 template <>
 struct Codec<Path> : EnumCodec<Path, &parse_path> {};
 
@@ -145,35 +145,35 @@ struct Codec<Json> {
 // such key and read as the member's default (Value{}), so the default is not written either
 // (such a record stays byte-identical to what the older version wrote). Present, it must hold
 // something else, so that each value has one spelling; a count must be positive.
-template <class Entry, class Value>
+template <class T, class Value>
 struct Field {
   std::string_view key;
-  Value Entry::*member;
+  Value T::*member;
   bool optional = false;
 };
 
-template <class Entry, class Value>
-constexpr Field<Entry, Value> field(std::string_view key, Value Entry::*member) {
+template <class T, class Value>
+constexpr Field<T, Value> field(std::string_view key, Value T::*member) {
   return {key, member};
 }
 
-template <class Entry, class Value>
-constexpr Field<Entry, Value> added_field(std::string_view key, Value Entry::*member) {
+template <class T, class Value>
+constexpr Field<T, Value> added_field(std::string_view key, Value T::*member) {
   return {key, member, true};
 }
 
 template <class Value>
 constexpr bool kIsCount = std::is_integral_v<Value> && !std::is_same_v<Value, bool>;
 
-template <class Entry, class Value>
-void write_field(Json& data, const Entry& entry, const Field<Entry, Value>& field) {
+template <class T, class Value>
+void write_field(Json& data, const T& entry, const Field<T, Value>& field) {
   const Value& value = entry.*field.member;
   if (field.optional && value == Value{}) return;
   data[std::string{field.key}] = Codec<Value>::encode(value);
 }
 
-template <class Entry, class Value>
-void read_field(StrictObject& in, Entry& entry, const Field<Entry, Value>& field) {
+template <class T, class Value>
+void read_field(StrictObject& in, T& entry, const Field<T, Value>& field) {
   if (field.optional && (!in.ok() || !in.has(field.key))) return;
   Value& value = entry.*field.member;
   value = Codec<Value>::decode(in, field.key);
@@ -250,7 +250,7 @@ std::string transition(Phase from, Phase to, std::string_view arrow) {
 // format change) on these few screens, the text keeps its helpers private to this file, and
 // the macros are neither strict (they ignore unknown keys, throw on missing ones) nor able to
 // leave a field out. A type in the Event variant without a row does not compile.
-template <class Entry>
+template <class T>
 struct EntryType;
 
 template <>
@@ -487,19 +487,19 @@ struct EntryType<OperatorAction> {
 template <class E>
 using RowOf = EntryType<std::remove_cvref_t<E>>;
 
-template <class Entry>
-Json encode_fields(const Entry& entry) {
+template <class T>
+Json encode_fields(const T& entry) {
   Json data = Json::object();
   std::apply([&](const auto&... field) { (write_field(data, entry, field), ...); },
-             EntryType<Entry>::fields);
+             EntryType<T>::fields);
   return data;
 }
 
-template <class Entry>
-Event decode_fields(StrictObject& in) {
-  Entry entry;
+template <class T>
+Entry decode_fields(StrictObject& in) {
+  T entry;
   std::apply([&](const auto&... field) { (read_field(in, entry, field), ...); },
-             EntryType<Entry>::fields);
+             EntryType<T>::fields);
   return entry;
 }
 
@@ -507,7 +507,7 @@ Event decode_fields(StrictObject& in) {
 // JournalRecord's type up in.
 struct Decoder {
   std::string_view name;
-  Event (*decode)(StrictObject& in);
+  Entry (*decode)(StrictObject& in);
 };
 
 template <class... Entries>
@@ -516,7 +516,7 @@ constexpr auto decoders_of(std::type_identity<std::variant<Entries...>>) {
       Decoder{EntryType<Entries>::name, &decode_fields<Entries>}...};
 }
 
-constexpr auto kDecoders = decoders_of(std::type_identity<Event>{});
+constexpr auto kDecoders = decoders_of(std::type_identity<Entry>{});
 
 constexpr bool names_are_unique() {
   for (std::size_t i = 0; i < kDecoders.size(); ++i) {
@@ -530,43 +530,43 @@ static_assert(names_are_unique(), "two entry types share a journal name");
 
 }  // namespace
 
-std::string_view event_type(const Event& event) {
+std::string_view entry_type(const Entry& event) {
   return std::visit([](const auto& entry) { return RowOf<decltype(entry)>::name; }, event);
 }
 
-Json encode_event_data(const Event& event) {
+Json encode_entry_data(const Entry& event) {
   return std::visit([](const auto& entry) { return encode_fields(entry); }, event);
 }
 
-std::expected<Event, std::string> decode_event(std::string_view type, const Json& data) {
+std::expected<Entry, std::string> decode_entry(std::string_view type, const Json& data) {
   for (const Decoder& decoder : kDecoders) {
     if (decoder.name != type) continue;
     StrictObject in{data, "event " + std::string{type}};
-    Event event = decoder.decode(in);
+    Entry event = decoder.decode(in);
     if (auto done = in.finish(); !done) return std::unexpected(done.error());
     return event;
   }
   return std::unexpected("unknown event type \"" + std::string{type} + "\"");
 }
 
-std::expected<Event, std::string> decode_event(const JournalRecord& record) {
-  return decode_event(record.type, record.data);
+std::expected<Entry, std::string> decode_entry(const JournalRecord& record) {
+  return decode_entry(record.type, record.data);
 }
 
 JournalRecord make_record(const Operation& operation, std::int64_t sequence, TimePoint time,
-                          const Event& event) {
+                          const Entry& event) {
   JournalRecord record;
   record.operation_id = operation.id;
   record.sequence = sequence;
   record.time = time;
   record.ns = operation.ns;
   record.statefulset = operation.statefulset;
-  record.type = std::string{event_type(event)};
-  record.data = encode_event_data(event);
+  record.type = std::string{entry_type(event)};
+  record.data = encode_entry_data(event);
   return record;
 }
 
-std::string describe(const Event& event) {
+std::string describe(const Entry& event) {
   return std::visit([](const auto& entry) { return RowOf<decltype(entry)>::text(entry); }, event);
 }
 

@@ -5,7 +5,7 @@
 // (engine/fold.h).
 //
 // Adding an entry type: its struct here and in the Event variant, its row in the entry table
-// (journal_entries.cc: name, fields, text) and its fold rule (Folder::apply_event in
+// (journal_entries.cc: name, fields, text) and its fold rule (ValidatingFold::apply_event in
 // engine/fold.cc). The compiler asks for the last two once the first is done.
 #include <cstdint>
 #include <expected>
@@ -20,7 +20,7 @@
 
 namespace stsresize {
 
-namespace events {
+namespace entries {
 
 struct OperationStarted {
   std::string trigger;  // why, for people: "template data grew to 2Gi"
@@ -55,7 +55,7 @@ struct Planned {
 struct PhaseChanged {
   Phase from = Phase::Pending;
   Phase to = Phase::Pending;
-  PhaseEvent event = PhaseEvent::StepDone;
+  Trigger event = Trigger::StepDone;
   friend bool operator==(const PhaseChanged&, const PhaseChanged&) = default;
 };
 // Appended before every mutating Kubernetes call: "I am about to do this".
@@ -118,7 +118,7 @@ struct Resumed {
 struct ApprovalAwaited {
   Phase from = Phase::Pending;
   Phase to = Phase::Pending;
-  PhaseEvent event = PhaseEvent::StepDone;
+  Trigger event = Trigger::StepDone;
   std::string mode;  // "manual", "step"
   friend bool operator==(const ApprovalAwaited&, const ApprovalAwaited&) = default;
 };
@@ -145,35 +145,35 @@ struct OperationFinished {
   friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
 };
 
-}  // namespace events
+}  // namespace entries
 
-using Event =
-    std::variant<events::OperationStarted, events::TemplateUpdateRequested, events::DefinitionSaved,
-                 events::StatefulSetRecreated, events::Planned, events::PhaseChanged,
-                 events::ActionIntended, events::BackupVerified, events::SourceDeleted,
-                 events::ClaimRecreated, events::RestoreVerified, events::ClaimExpanded,
-                 events::StepFailed, events::Resumed, events::OperationFinished,
-                 events::ApprovalAwaited, events::OperatorAction, events::ClaimDiscarded>;
+using Entry = std::variant<entries::OperationStarted, entries::TemplateUpdateRequested,
+                           entries::DefinitionSaved, entries::StatefulSetRecreated,
+                           entries::Planned, entries::PhaseChanged, entries::ActionIntended,
+                           entries::BackupVerified, entries::SourceDeleted, entries::ClaimRecreated,
+                           entries::RestoreVerified, entries::ClaimExpanded, entries::StepFailed,
+                           entries::Resumed, entries::OperationFinished, entries::ApprovalAwaited,
+                           entries::OperatorAction, entries::ClaimDiscarded>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these
 // functions are all derived from it.
 
 // "PhaseChanged", ... — the JournalRecord type.
-std::string_view event_type(const Event& event);
+std::string_view entry_type(const Entry& event);
 // The payload. A field that a later version added is left out while it holds its default (as
 // BackupVerified.generation while 0), so such a record is the bytes the older version wrote.
-Json encode_event_data(const Event& event);
+Json encode_entry_data(const Entry& event);
 // Strict: an unknown type or a payload with missing, mistyped or extra fields is an error.
-std::expected<Event, std::string> decode_event(std::string_view type, const Json& data);
-std::expected<Event, std::string> decode_event(const JournalRecord& record);
+std::expected<Entry, std::string> decode_entry(std::string_view type, const Json& data);
+std::expected<Entry, std::string> decode_entry(const JournalRecord& record);
 
 JournalRecord make_record(const Operation& operation, std::int64_t sequence, TimePoint time,
-                          const Event& event);
+                          const Entry& event);
 
 // The one line of text people read for an entry: the DETAILS column of `stsresize replay`'s
 // timeline (engine/replay.h) and wherever else one entry is shown.
 // "ScalingDown → BackingUp (StepDone)", "data-web-0: 1,204 files, 1.2 GiB, sha256 3f2a1b2c…".
-std::string describe(const Event& event);
+std::string describe(const Entry& event);
 
 }  // namespace stsresize

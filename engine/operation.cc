@@ -61,38 +61,38 @@ bool is_terminal(Phase phase) {
   return phase == Phase::Completed || phase == Phase::Failed;
 }
 
-std::string_view to_string(PhaseEvent event) {
+std::string_view to_string(Trigger event) {
   switch (event) {
-    case PhaseEvent::StartPlanning:
+    case Trigger::StartPlanning:
       return "StartPlanning";
-    case PhaseEvent::StartTemplateUpdate:
+    case Trigger::StartTemplateUpdate:
       return "StartTemplateUpdate";
-    case PhaseEvent::PlannedCopy:
+    case Trigger::PlannedCopy:
       return "PlannedCopy";
-    case PhaseEvent::PlannedExpand:
+    case Trigger::PlannedExpand:
       return "PlannedExpand";
-    case PhaseEvent::StepDone:
+    case Trigger::StepDone:
       return "StepDone";
-    case PhaseEvent::CriticalError:
+    case Trigger::CriticalError:
       return "CriticalError";
-    case PhaseEvent::ScaleBackDone:
+    case Trigger::ScaleBackDone:
       return "ScaleBackDone";
-    case PhaseEvent::Abort:
+    case Trigger::Abort:
       return "Abort";
-    case PhaseEvent::Skip:
+    case Trigger::Skip:
       return "Skip";
-    case PhaseEvent::Resume:
+    case Trigger::Resume:
       return "Resume";
-    case PhaseEvent::BackupStale:
+    case Trigger::BackupStale:
       return "BackupStale";
-    case PhaseEvent::RecreateAgain:
+    case Trigger::RecreateAgain:
       return "RecreateAgain";
   }
   return "Unknown";
 }
 
-std::optional<PhaseEvent> parse_phase_event(std::string_view text) {
-  return parse_by_name(text, kAllPhaseEvents);
+std::optional<Trigger> parse_trigger(std::string_view text) {
+  return parse_by_name(text, kAllTriggers);
 }
 
 std::string_view to_string(Path path) {

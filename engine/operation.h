@@ -1,7 +1,7 @@
 #pragma once
 // The model of one resize operation: what the engine is doing to one StatefulSet, and how far
 // it got. The authoritative copy lives in the StatefulSet's annotations (engine/annotations.h);
-// the journal (engine/events.h) can rebuild it by folding the operation's events.
+// the journal (engine/fold.h) can rebuild it by folding the operation's events.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,7 +41,7 @@ std::optional<Phase> parse_phase(std::string_view text);
 bool is_terminal(Phase phase);
 
 // What makes the machine move from one phase to the next (states/machine.h has the table).
-enum class PhaseEvent {
+enum class Trigger {
   StartPlanning,
   StartTemplateUpdate,
   PlannedCopy,
@@ -67,16 +67,16 @@ enum class PhaseEvent {
   // back to Recreating, which creates it again. Nothing on it was verified, so nothing is lost.
   RecreateAgain,
 };
-inline constexpr PhaseEvent kAllPhaseEvents[] = {
-    PhaseEvent::StartPlanning, PhaseEvent::StartTemplateUpdate,
-    PhaseEvent::PlannedCopy,   PhaseEvent::PlannedExpand,
-    PhaseEvent::StepDone,      PhaseEvent::CriticalError,
-    PhaseEvent::ScaleBackDone, PhaseEvent::Abort,
-    PhaseEvent::Skip,          PhaseEvent::Resume,
-    PhaseEvent::BackupStale,   PhaseEvent::RecreateAgain,
+inline constexpr Trigger kAllTriggers[] = {
+    Trigger::StartPlanning, Trigger::StartTemplateUpdate,
+    Trigger::PlannedCopy,   Trigger::PlannedExpand,
+    Trigger::StepDone,      Trigger::CriticalError,
+    Trigger::ScaleBackDone, Trigger::Abort,
+    Trigger::Skip,          Trigger::Resume,
+    Trigger::BackupStale,   Trigger::RecreateAgain,
 };
-std::string_view to_string(PhaseEvent event);
-std::optional<PhaseEvent> parse_phase_event(std::string_view text);
+std::string_view to_string(Trigger event);
+std::optional<Trigger> parse_trigger(std::string_view text);
 
 // Expand: the StorageClass allows expansion and every change is a pure grow; no downtime.
 // Copy: scale down, back up, recreate, restore, scale up.
@@ -128,7 +128,7 @@ struct TemplateChange {
 struct AwaitedApproval {
   Phase from = Phase::Pending;
   Phase to = Phase::Pending;
-  PhaseEvent event = PhaseEvent::StepDone;
+  Trigger event = Trigger::StepDone;
   friend bool operator==(const AwaitedApproval&, const AwaitedApproval&) = default;
 };
 

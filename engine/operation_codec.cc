@@ -287,11 +287,11 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
     approval.from = phase_at("from");
     approval.to = phase_at("to");
     const std::string event = awaiting.string("event");
-    auto parsed_event = parse_phase_event(event);
+    auto parsed_event = parse_trigger(event);
     if (awaiting.ok() && !parsed_event) {
       awaiting.fail(awaiting.where() + ": unknown event \"" + event + "\"");
     }
-    approval.event = parsed_event.value_or(PhaseEvent::StepDone);
+    approval.event = parsed_event.value_or(Trigger::StepDone);
     if (auto done = awaiting.finish(); !done) {
       in.fail(done.error());
     } else if (approval.from != op.phase) {

@@ -17,7 +17,7 @@ bool reachable(const TransitionRules& rules, Phase from, Phase to, std::optional
     const auto [at, at_failed_in] = frontier.back();
     frontier.pop_back();
     for (Phase next : kAllPhases) {
-      for (PhaseEvent event : kAllPhaseEvents) {
+      for (Trigger event : kAllTriggers) {
         for (bool intact : {true, false}) {
           if (!rules.allowed(at, event, intact, next, at_failed_in)) continue;
           if (next == to) return true;

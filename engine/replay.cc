@@ -11,7 +11,7 @@ namespace stsresize {
 
 namespace {
 
-using namespace events;
+using namespace entries;
 
 bool in_window(const JournalRecord& record, const ReplayFilter& filter) {
   if (filter.since && record.time < *filter.since) return false;
@@ -51,7 +51,7 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
   outcome.first_time = first.time;
   outcome.last_time = stream.back()->time;
 
-  Folder folder{rules};
+  ValidatingFold folder{rules};
   std::optional<Inconsistency> inconsistency;
   for (const JournalRecord* record : stream) {
     const std::optional<Phase> before =
@@ -60,7 +60,7 @@ bool replay_stream(const std::vector<const JournalRecord*>& stream, const Transi
         folder.state() ? folder.state()->failed_in : std::nullopt;
     const bool keep = states == ReplayStates::Kept;
     std::optional<Operation> state_before = keep ? folder.state() : std::nullopt;
-    auto event = decode_event(*record);
+    auto event = decode_entry(*record);
     if (!event) {
       inconsistency = Inconsistency{record->operation_id, record->sequence, *record, event.error(),
                                     std::move(state_before)};

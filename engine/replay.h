@@ -3,7 +3,7 @@
 // the caller reads the records (stsresize replay uses the Journal port's query) and renders
 // the result.
 //
-// Every record is validated by the same Folder that rebuilds operations (engine/fold.h),
+// Every record is validated by the same ValidatingFold that rebuilds operations (engine/fold.h),
 // which checks transitions against the one Boost.MSM table it is given (states/machine.h,
 // PhaseMachine::rules()): replay holds no rules of its own.
 #include <cstdint>
@@ -44,8 +44,8 @@ struct TimelineRow {
   friend bool operator==(const TimelineRow&, const TimelineRow&) = default;
 };
 
-// Where an operation's stream stops making sense, and why (the Folder's, i.e. the machine's,
-// message).
+// Where an operation's stream stops making sense, and why (the ValidatingFold's, i.e. the
+// machine's, message).
 struct Inconsistency {
   std::string operation_id;
   std::int64_t sequence = 0;

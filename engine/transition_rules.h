@@ -14,9 +14,9 @@ class TransitionRules {
   // True when `event` in phase `from` leads to `to`. `sources_intact` feeds the guard that
   // chooses between ScalingBack and Failed on a critical error; `failed_in` (the operation's
   // Operation::failed_in) the guard that says which phase a Resume out of Failed goes back to.
-  virtual bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+  virtual bool allowed(Phase from, Trigger event, bool sources_intact, Phase to,
                        std::optional<Phase> failed_in) const = 0;
-  bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to) const {
+  bool allowed(Phase from, Trigger event, bool sources_intact, Phase to) const {
     return allowed(from, event, sources_intact, to, std::nullopt);
   }
 };

@@ -130,7 +130,7 @@ StepOutcome backup_step(StepContext& ctx) {
     if (copy->running) ++running;
     if (copy->summary) {
       return record_and_continue(
-          ctx, events::BackupVerified{claim.claim, copy->summary->source, generation});
+          ctx, entries::BackupVerified{claim.claim, copy->summary->source, generation});
     }
   }
   if (all_verified) return StepOutcome::done();

@@ -34,7 +34,7 @@ StepOutcome expand_step(StepContext& ctx) {
       return StepOutcome::waiting(Duration{0});
     }
     if (capacity->has_value() && **capacity >= claim.to_size) {
-      return record_and_continue(ctx, events::ClaimExpanded{claim.claim});
+      return record_and_continue(ctx, entries::ClaimExpanded{claim.claim});
     }
     return StepOutcome::waiting(ctx.settings.poll_interval, "volume expanding");
   }

@@ -181,7 +181,7 @@ const StateIds& state_ids() {
 
 class MachineRules final : public TransitionRules {
  public:
-  bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+  bool allowed(Phase from, Trigger event, bool sources_intact, Phase to,
                std::optional<Phase> failed_in) const override {
     return PhaseMachine::allowed(from, event, sources_intact, to, failed_in);
   }
@@ -210,47 +210,47 @@ Phase PhaseMachine::phase() const {
   return state_ids().phase_of_id[static_cast<std::size_t>(impl_->machine.current_state()[0])];
 }
 
-std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sources_intact,
+std::expected<Phase, std::string> PhaseMachine::fire(Trigger event, bool sources_intact,
                                                      std::optional<Phase> failed_in) {
   ResizeMachine& m = impl_->machine;
   const Phase before = phase();
   m.refused = false;
   m.exception.clear();
   switch (event) {
-    case PhaseEvent::StartPlanning:
+    case Trigger::StartPlanning:
       m.process_event(StartPlanning{});
       break;
-    case PhaseEvent::StartTemplateUpdate:
+    case Trigger::StartTemplateUpdate:
       m.process_event(StartTemplateUpdate{});
       break;
-    case PhaseEvent::PlannedCopy:
+    case Trigger::PlannedCopy:
       m.process_event(PlannedCopy{});
       break;
-    case PhaseEvent::PlannedExpand:
+    case Trigger::PlannedExpand:
       m.process_event(PlannedExpand{});
       break;
-    case PhaseEvent::StepDone:
+    case Trigger::StepDone:
       m.process_event(StepDone{});
       break;
-    case PhaseEvent::CriticalError:
+    case Trigger::CriticalError:
       m.process_event(CriticalError{sources_intact});
       break;
-    case PhaseEvent::ScaleBackDone:
+    case Trigger::ScaleBackDone:
       m.process_event(ScaleBackDone{});
       break;
-    case PhaseEvent::Abort:
+    case Trigger::Abort:
       m.process_event(Abort{sources_intact});
       break;
-    case PhaseEvent::Skip:
+    case Trigger::Skip:
       m.process_event(Skip{});
       break;
-    case PhaseEvent::Resume:
+    case Trigger::Resume:
       m.process_event(Resume{failed_in});
       break;
-    case PhaseEvent::BackupStale:
+    case Trigger::BackupStale:
       m.process_event(BackupStale{});
       break;
-    case PhaseEvent::RecreateAgain:
+    case Trigger::RecreateAgain:
       m.process_event(RecreateAgain{});
       break;
   }
@@ -266,7 +266,7 @@ std::expected<Phase, std::string> PhaseMachine::fire(PhaseEvent event, bool sour
   return phase();
 }
 
-bool PhaseMachine::allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+bool PhaseMachine::allowed(Phase from, Trigger event, bool sources_intact, Phase to,
                            std::optional<Phase> failed_in) {
   PhaseMachine machine{from};
   auto next = machine.fire(event, sources_intact, failed_in);

@@ -28,10 +28,10 @@ class PhaseMachine {
   // refusal the machine stays where it was. `failed_in` is the guard of Resume: Failed goes back
   // to that phase, and only to the phases whose step can run again (Restoring, ScalingUp,
   // CleaningUp); nullopt (not recorded) has no row.
-  std::expected<Phase, std::string> fire(PhaseEvent event, bool sources_intact = true,
+  std::expected<Phase, std::string> fire(Trigger event, bool sources_intact = true,
                                          std::optional<Phase> failed_in = std::nullopt);
 
-  static bool allowed(Phase from, PhaseEvent event, bool sources_intact, Phase to,
+  static bool allowed(Phase from, Trigger event, bool sources_intact, Phase to,
                       std::optional<Phase> failed_in = std::nullopt);
   // The table as TransitionRules, for fold() and replay().
   static const TransitionRules& rules();

@@ -19,12 +19,12 @@ ReconcileResult Reconciler::Session::start() {
   auto plan = classes->has_value() ? plan_resize(sts_, claims->items, **classes)
                                    : plan_resize(sts_, claims->items, StorageClassesUnknown{});
   if (!plan) {
-    note(EventSeverity::Warning, "InvalidResize", plan.error());
+    emit_event(EventSeverity::Warning, "InvalidResize", plan.error());
     return terminal(plan.error());
   }
   if (!plan->has_value()) return idle();
-  if (auto begun = begin((*plan)->trigger, {events::PhaseChanged{Phase::Pending, Phase::Planning,
-                                                                 PhaseEvent::StartPlanning}});
+  if (auto begun = begin((*plan)->trigger, {entries::PhaseChanged{Phase::Pending, Phase::Planning,
+                                                                  Trigger::StartPlanning}});
       !begun) {
     return retry(begun.error());
   }
@@ -32,7 +32,7 @@ ReconcileResult Reconciler::Session::start() {
 }
 
 std::expected<void, std::string> Reconciler::Session::begin(const std::string& planned,
-                                                            std::vector<Event> events) {
+                                                            std::vector<Entry> events) {
   const std::string trigger =
       retry_of_ ? retry_trigger(retry_of_->first, retry_of_->second, planned) : planned;
   auto replicas = k8s::spec_replicas(sts_);
@@ -47,12 +47,13 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
     if (!mark) return std::unexpected(mark.error());
     if (mark->has_value() && **mark > 0) {
       replicas = **mark;
-      note(EventSeverity::Warning, "OriginalReplicasRecovered",
-           "this StatefulSet is at 0 replicas and has no state annotation; the new operation "
-           "starts from the " +
-               std::to_string(**mark) + " replicas recorded in " +
-               std::string{kOriginalReplicasAnnotation} +
-               " by an operation whose state was removed, and scales back to them at its end");
+      emit_event(
+          EventSeverity::Warning, "OriginalReplicasRecovered",
+          "this StatefulSet is at 0 replicas and has no state annotation; the new operation "
+          "starts from the " +
+              std::to_string(**mark) + " replicas recorded in " +
+              std::string{kOriginalReplicasAnnotation} +
+              " by an operation whose state was removed, and scales back to them at its end");
     }
   }
   // A refusal of an earlier request is out of date once an operation starts.
@@ -62,19 +63,19 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   // The start's own phase change (Pending -> first phase) is announced by ResizeStarted, so
   // that every journaled transition has its Event on the StatefulSet.
   std::string first_transition;
-  for (const Event& event : events) {
-    if (const auto* changed = std::get_if<events::PhaseChanged>(&event)) {
+  for (const Entry& event : events) {
+    if (const auto* changed = std::get_if<entries::PhaseChanged>(&event)) {
       first_transition = "; " + std::string{to_string(changed->from)} + " -> " +
                          std::string{to_string(changed->to)};
     }
   }
-  events.insert(events.begin(), events::OperationStarted{trigger, *uid, *replicas});
+  events.insert(events.begin(), entries::OperationStarted{trigger, *uid, *replicas});
   auto adopted = adopt_unannotated_start(events);
   if (!adopted) return std::unexpected(adopted.error());
   if (*adopted) {
     if (auto written = write_annotation(); !written) return written;
-    note(EventSeverity::Normal, "ResizeStarted",
-         "operation " + op_.id + ": " + trigger + first_transition);
+    emit_event(EventSeverity::Normal, "ResizeStarted",
+               "operation " + op_.id + ": " + trigger + first_transition);
     return {};
   }
   const TimePoint now = to_millis(r_.clock_.now());
@@ -83,11 +84,11 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   op_.ns = ref_.ns;
   op_.statefulset = ref_.name;
   auto& slot = r_.folded_[op_.id];
-  slot = std::make_unique<Folder>(PhaseMachine::rules());
+  slot = std::make_unique<ValidatingFold>(PhaseMachine::rules());
   folder_ = slot.get();
-  if (auto committed = commit(events); !committed) return committed;
-  note(EventSeverity::Normal, "ResizeStarted",
-       "operation " + op_.id + ": " + trigger + first_transition);
+  if (auto committed = commit_all(events); !committed) return committed;
+  emit_event(EventSeverity::Normal, "ResizeStarted",
+             "operation " + op_.id + ": " + trigger + first_transition);
   return {};
 }
 
@@ -96,7 +97,7 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
 // with it and be refused). Only a stream holding nothing but this very start is taken over: a
 // different request, or any progress, is another operation's story.
 std::expected<bool, std::string> Reconciler::Session::adopt_unannotated_start(
-    const std::vector<Event>& first_events) {
+    const std::vector<Entry>& first_events) {
   auto operations = r_.journal_.operations();
   if (!operations) return std::unexpected("journal: " + operations.error().message);
   const OperationSummary* latest = nullptr;
@@ -110,11 +111,11 @@ std::expected<bool, std::string> Reconciler::Session::adopt_unannotated_start(
   auto records = r_.journal_.read(latest->operation_id);
   if (!records) return std::unexpected("journal: " + records.error().message);
   if (records->size() != first_events.size()) return false;
-  auto folder = std::make_unique<Folder>(PhaseMachine::rules());
+  auto folder = std::make_unique<ValidatingFold>(PhaseMachine::rules());
   for (std::size_t i = 0; i < first_events.size(); ++i) {
     const JournalRecord& record = (*records)[i];
-    if (record.type != event_type(first_events[i]) ||
-        record.data != encode_event_data(first_events[i]) || !folder->apply(record)) {
+    if (record.type != entry_type(first_events[i]) ||
+        record.data != encode_entry_data(first_events[i]) || !folder->apply(record)) {
       return false;
     }
   }
@@ -136,9 +137,9 @@ ReconcileResult Reconciler::Session::start_requested(const std::string& request)
           : validate_resize_request(sts_, request, claims->items, StorageClassesUnknown{});
   if (!validated) return reject_request(validated.error());
   if (auto begun =
-          begin(validated->trigger, {events::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
-                                                          PhaseEvent::StartTemplateUpdate},
-                                     events::TemplateUpdateRequested{validated->changes}});
+          begin(validated->trigger, {entries::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
+                                                           Trigger::StartTemplateUpdate},
+                                     entries::TemplateUpdateRequested{validated->changes}});
       !begun) {
     return retry(begun.error());
   }
@@ -162,17 +163,18 @@ ReconcileResult Reconciler::Session::reject_request(const std::string& reason,
     // Refused for good (the annotations would pass the API server's size limit): the Event is
     // then the only word, and retrying would change nothing.
     if (written.error().code == KubeErrorCode::Invalid) {
-      note(EventSeverity::Warning, event_reason, reason + "; nothing was changed (" + why + ")");
+      emit_event(EventSeverity::Warning, event_reason,
+                 reason + "; nothing was changed (" + why + ")");
       return terminal(reason);
     }
     return retry(why);
   }
   if (event_reason == "InvalidResizeRequest") {
-    note(EventSeverity::Warning, event_reason,
-         "annotation " + std::string{kResizeRequestAnnotation} + ": " + reason +
-             "; nothing was changed");
+    emit_event(EventSeverity::Warning, event_reason,
+               "annotation " + std::string{kResizeRequestAnnotation} + ": " + reason +
+                   "; nothing was changed");
   } else {
-    note(EventSeverity::Warning, event_reason, reason + "; nothing was changed");
+    emit_event(EventSeverity::Warning, event_reason, reason + "; nothing was changed");
   }
   return terminal(reason);
 }
@@ -224,13 +226,13 @@ std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
   op_ = *journaled;
   // The StepFailed (not critical) keeps the reason as the operation's warning, which `status`
   // shows until the phase changes.
-  if (auto appended =
-          append({events::Resumed{snapshot}, events::StepFailed{snapshot.phase, message, false}});
+  if (auto appended = append_all(
+          {entries::Resumed{snapshot}, entries::StepFailed{snapshot.phase, message, false}});
       !appended) {
     return retry(appended.error());
   }
   if (auto written = write_annotation(); !written) return retry(written.error());
-  note(EventSeverity::Warning, "OperationRecovered", message);
+  emit_event(EventSeverity::Warning, "OperationRecovered", message);
   return drive();
 }
 
@@ -303,10 +305,10 @@ std::expected<void, std::string> Reconciler::Session::report_queued_request() {
                            to_string(ref_) + ": " + written.error().message);
   }
   sts_ = std::move(*written);
-  note(EventSeverity::Normal, "ResizeRequestQueued",
-       "annotation " + std::string{kResizeRequestAnnotation} + ": operation " + op_.id +
-           " is running (" + std::string{to_string(op_.phase)} +
-           "); this request is validated and started when it ends");
+  emit_event(EventSeverity::Normal, "ResizeRequestQueued",
+             "annotation " + std::string{kResizeRequestAnnotation} + ": operation " + op_.id +
+                 " is running (" + std::string{to_string(op_.phase)} +
+                 "); this request is validated and started when it ends");
   return {};
 }
 

@@ -15,19 +15,19 @@ namespace stsresize {
 
 namespace {
 
-events::OperatorAction accepted(const AdvanceRequest& request) {
-  return events::OperatorAction{std::string{to_string(request.action)},
-                                request.phase,
-                                request.by,
-                                request.at,
-                                request.nonce,
-                                {}};
+entries::OperatorAction accepted(const AdvanceRequest& request) {
+  return entries::OperatorAction{std::string{to_string(request.action)},
+                                 request.phase,
+                                 request.by,
+                                 request.at,
+                                 request.nonce,
+                                 {}};
 }
 
 }  // namespace
 
 std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
-    PhaseEvent event, std::vector<Event>& approval) {
+    Trigger event, std::vector<Entry>& approval) {
   const Phase from = op_.phase;
   auto next = PhaseMachine{from}.fire(event, op_.sources_intact());
   if (!next) return std::nullopt;  // advance() reports it
@@ -37,16 +37,16 @@ std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
   const std::string transition =
       std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
   if (op_.awaiting != awaited) {
-    if (auto committed = commit(
-            {events::ApprovalAwaited{from, *next, event, std::string{to_string(mode.mode)}}});
+    if (auto committed = commit_all(
+            {entries::ApprovalAwaited{from, *next, event, std::string{to_string(mode.mode)}}});
         !committed) {
       return retry(committed.error());
     }
-    note(EventSeverity::Normal, "AwaitingApproval",
-         "operation " + op_.id + " awaits approval of " + transition + " (" +
-             std::string{kModeAnnotation} + ": " + std::string{to_string(mode.mode)} +
-             (mode.invalid.empty() ? "" : "; " + mode.invalid) + "); to approve, run `" +
-             advance_command_line(Action::Approve, ref_.ns, ref_.name) + "`");
+    emit_event(EventSeverity::Normal, "AwaitingApproval",
+               "operation " + op_.id + " awaits approval of " + transition + " (" +
+                   std::string{kModeAnnotation} + ": " + std::string{to_string(mode.mode)} +
+                   (mode.invalid.empty() ? "" : "; " + mode.invalid) + "); to approve, run `" +
+                   advance_command_line(Action::Approve, ref_.ns, ref_.name) + "`");
   }
   auto text = advance_request_of(sts_);
   if (!text) return idle();
@@ -71,13 +71,13 @@ std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
 std::expected<void, std::string> Reconciler::Session::refuse_advance(
     const std::string& text, const std::optional<AdvanceRequest>& request, const std::string& why) {
   const std::string unreadable = "(unreadable)";
-  events::OperatorAction action{request ? std::string{to_string(request->action)} : unreadable,
-                                request ? request->phase : op_.phase,
-                                request ? request->by : unreadable,
-                                request ? request->at : unreadable,
-                                request ? request->nonce : unreadable,
-                                why};
-  if (auto appended = append({action}); !appended) return appended;
+  entries::OperatorAction action{request ? std::string{to_string(request->action)} : unreadable,
+                                 request ? request->phase : op_.phase,
+                                 request ? request->by : unreadable,
+                                 request ? request->at : unreadable,
+                                 request ? request->nonce : unreadable,
+                                 why};
+  if (auto appended = append_all({action}); !appended) return appended;
   consumed_advance_ = text;
   if (auto written = write_annotation(); !written) return written;
   std::string message = "stsresize advance by " + action.by + " refused: " + why + ". ";
@@ -98,7 +98,7 @@ std::expected<void, std::string> Reconciler::Session::refuse_advance(
     message += "Nothing waits for approval now; run `" + approve + "` when the StatefulSet shows " +
                std::string{kAwaitingApprovalAnnotation};
   }
-  note(EventSeverity::Warning, "AdvanceRefused", message);
+  emit_event(EventSeverity::Warning, "AdvanceRefused", message);
   return {};
 }
 
@@ -158,7 +158,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_abort(const std::string
   }
   consumed_advance_ = text;
   if (auto advanced =
-          advance(PhaseEvent::Abort, abort_failure(request.by, op_.phase), {accepted(request)});
+          advance(Trigger::Abort, abort_failure(request.by, op_.phase), {accepted(request)});
       !advanced) {
     return advanced.error();
   }
@@ -183,7 +183,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   // The old operation's stream ends with who retried it; a crash before the new operation's
   // first write leaves the request, and the next reconcile takes it again (the start, if it
   // was journaled, is adopted by begin()).
-  if (auto appended = append({accepted(request)}); !appended) return retry(appended.error());
+  if (auto appended = append_all({accepted(request)}); !appended) return retry(appended.error());
   consumed_advance_ = text;
   clear_failed_label_ = true;
   retry_of_ = std::pair{op_.id, request.by};
@@ -208,7 +208,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_skip(const std::string&
   const std::string kept =
       skip_keeps(op_, labelled_with(op_, claims->items), labelled_with(op_, jobs->items));
   consumed_advance_ = text;
-  if (auto advanced = advance(PhaseEvent::Skip, kept, {accepted(request)}); !advanced) {
+  if (auto advanced = advance(Trigger::Skip, kept, {accepted(request)}); !advanced) {
     return advanced.error();
   }
   return std::nullopt;
@@ -248,7 +248,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::strin
   if (!failed.empty()) return requeue(r_.settings_.poll_interval);
   consumed_advance_ = text;
   clear_failed_label_ = true;
-  if (auto advanced = advance(PhaseEvent::Resume, op_.failure, {accepted(request)}); !advanced) {
+  if (auto advanced = advance(Trigger::Resume, op_.failure, {accepted(request)}); !advanced) {
     return advanced.error();
   }
   return std::nullopt;

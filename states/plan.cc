@@ -9,8 +9,8 @@ namespace stsresize {
 StepOutcome plan_step(StepContext& ctx) {
   using namespace steps;
   if (ctx.op.path != Path::Undecided) {
-    return StepOutcome::done(ctx.op.path == Path::Expand ? PhaseEvent::PlannedExpand
-                                                         : PhaseEvent::PlannedCopy);
+    return StepOutcome::done(ctx.op.path == Path::Expand ? Trigger::PlannedExpand
+                                                         : Trigger::PlannedCopy);
   }
   auto claims = ctx.kube.list(Kind::PersistentVolumeClaim, ctx.op.ns);
   if (!claims) return from_error(claims.error(), "listing claims");
@@ -21,7 +21,7 @@ StepOutcome plan_step(StepContext& ctx) {
                   : plan_resize(ctx.statefulset, claims->items, StorageClassesUnknown{});
   if (!plan) return StepOutcome::critical(plan.error());
   if (!plan->has_value()) return StepOutcome::critical("nothing to resize any more");
-  if (auto recorded = ctx.journal.record(events::Planned{(*plan)->path, (*plan)->claims});
+  if (auto recorded = ctx.journal.commit(entries::Planned{(*plan)->path, (*plan)->claims});
       !recorded) {
     return StepOutcome::transient(recorded.error());
   }

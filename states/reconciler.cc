@@ -36,7 +36,7 @@ std::string_view to_string(ReconcileResult::Kind kind) {
 namespace {
 
 // The port as the steps see it: every call passed through, and a note of whether a step wrote
-// a StatefulSet (the annotation write of journal.record() goes around it).
+// a StatefulSet (the annotation write of journal.commit() goes around it).
 class StatefulSetWrites final : public Kubernetes {
  public:
   explicit StatefulSetWrites(Kubernetes& kube) : kube_(kube) {}
@@ -89,15 +89,15 @@ class StatefulSetWrites final : public Kubernetes {
 
 }  // namespace
 
-std::expected<void, std::string> Reconciler::Session::append(const std::vector<Event>& events) {
+std::expected<void, std::string> Reconciler::Session::append_all(const std::vector<Entry>& events) {
   const TimePoint now = to_millis(r_.clock_.now());
   std::vector<JournalRecord> records;
-  Folder trial = *folder_;
+  ValidatingFold trial = *folder_;
   std::int64_t sequence = op_.last_sequence;
-  for (const Event& event : events) {
+  for (const Entry& event : events) {
     records.push_back(make_record(op_, ++sequence, now, event));
     if (auto applied = trial.apply(records.back(), event); !applied) {
-      return std::unexpected("refusing to journal " + std::string{event_type(event)} + ": " +
+      return std::unexpected("refusing to journal " + std::string{entry_type(event)} + ": " +
                              applied.error().message);
     }
   }
@@ -109,8 +109,8 @@ std::expected<void, std::string> Reconciler::Session::append(const std::vector<E
   return {};
 }
 
-std::expected<void, std::string> Reconciler::Session::commit(const std::vector<Event>& events) {
-  if (auto appended = append(events); !appended) return appended;
+std::expected<void, std::string> Reconciler::Session::commit_all(const std::vector<Entry>& events) {
+  if (auto appended = append_all(events); !appended) return appended;
   return write_annotation();
 }
 
@@ -153,7 +153,7 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
 ReconcileResult Reconciler::Session::run() {
   auto parsed = read_operation(sts_);
   if (!parsed) {
-    note(EventSeverity::Warning, "InvalidState", parsed.error() + "; no action taken");
+    emit_event(EventSeverity::Warning, "InvalidState", parsed.error() + "; no action taken");
     return terminal(parsed.error());
   }
   if (!parsed->has_value()) {
@@ -175,13 +175,14 @@ ReconcileResult Reconciler::Session::run() {
   return resume(std::move(**parsed));
 }
 
-std::expected<Folder*, ReconcileResult> Reconciler::Session::journal_view(const std::string& id) {
+std::expected<ValidatingFold*, ReconcileResult> Reconciler::Session::journal_view(
+    const std::string& id) {
   auto last = r_.journal_.last_sequence(id);
   if (!last) return std::unexpected(retry("journal: " + last.error().message));
   auto& slot = r_.folded_[id];
   const bool cached = slot && slot->state() && slot->state()->last_sequence == *last;
   if (cached) return slot.get();
-  slot = std::make_unique<Folder>(PhaseMachine::rules());
+  slot = std::make_unique<ValidatingFold>(PhaseMachine::rules());
   if (*last == 0) return slot.get();
   auto records = r_.journal_.read(id);
   if (!records) return std::unexpected(retry("journal: " + records.error().message));
@@ -191,7 +192,7 @@ std::expected<Folder*, ReconcileResult> Reconciler::Session::journal_view(const 
                                   std::to_string(applied.error().sequence) + ": " +
                                   applied.error().message;
       r_.folded_.erase(id);
-      note(EventSeverity::Warning, "JournalInconsistent", message + "; no action taken");
+      emit_event(EventSeverity::Warning, "JournalInconsistent", message + "; no action taken");
       return std::unexpected(terminal(message));
     }
   }
@@ -215,7 +216,7 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
   // its claims show the progress the next one needs, and completion removes the state. One that
   // says otherwise was edited, and continuing from it would skip the steps that protect data.
   std::expected<void, std::string> appended = std::unexpected(unwritten_state(annotated));
-  if (appended.error().empty()) appended = append({events::Resumed{annotated}});
+  if (appended.error().empty()) appended = append_all({entries::Resumed{annotated}});
   if (!appended) {
     // The annotation is not a state this engine writes from where the journal stands (edited by
     // hand: a phase moved on, Completed written over a running operation). The journal still
@@ -223,45 +224,45 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
     if (journaled && !is_terminal(journaled->phase)) {
       op_ = *journaled;
       if (auto written = write_annotation(); !written) return retry(written.error());
-      note(EventSeverity::Warning, "StateRestored",
-           "operation " + op_.id + ": the state annotation was changed by someone else (" +
-               appended.error() + "); continuing from the journal at " +
-               std::string{to_string(op_.phase)});
+      emit_event(EventSeverity::Warning, "StateRestored",
+                 "operation " + op_.id + ": the state annotation was changed by someone else (" +
+                     appended.error() + "); continuing from the journal at " +
+                     std::string{to_string(op_.phase)});
       return drive();
     }
     const std::string message = "operation " + annotated.id + ": " + appended.error();
-    note(EventSeverity::Warning, "JournalMismatch", message + "; no action taken");
+    emit_event(EventSeverity::Warning, "JournalMismatch", message + "; no action taken");
     return terminal(message);
   }
   return drive();
 }
 
-std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent event,
+std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                                                                   const std::string& reason,
-                                                                  std::vector<Event> approval) {
+                                                                  std::vector<Entry> approval) {
   PhaseMachine machine{op_.phase};
   const Phase from = op_.phase;
   auto next = machine.fire(event, op_.sources_intact(), op_.failed_in);
   if (!next) {
-    note(EventSeverity::Warning, "InternalError", next.error());
+    emit_event(EventSeverity::Warning, "InternalError", next.error());
     return std::unexpected(terminal(next.error()));
   }
   std::string approved_by;
-  for (const Event& e : approval) {
-    if (const auto* action = std::get_if<events::OperatorAction>(&e)) approved_by = action->by;
+  for (const Entry& e : approval) {
+    if (const auto* action = std::get_if<entries::OperatorAction>(&e)) approved_by = action->by;
   }
-  std::vector<Event> events = std::move(approval);
-  if (event == PhaseEvent::CriticalError || event == PhaseEvent::Abort) {
-    events.push_back(events::StepFailed{from, reason, true});
+  std::vector<Entry> events = std::move(approval);
+  if (event == Trigger::CriticalError || event == Trigger::Abort) {
+    events.push_back(entries::StepFailed{from, reason, true});
   }
-  events.push_back(events::PhaseChanged{from, *next, event});
-  if (is_terminal(*next)) events.push_back(events::OperationFinished{*next});
-  if (auto committed = commit(events); !committed) {
+  events.push_back(entries::PhaseChanged{from, *next, event});
+  if (is_terminal(*next)) events.push_back(entries::OperationFinished{*next});
+  if (auto committed = commit_all(events); !committed) {
     return std::unexpected(retry(committed.error()));
   }
   const std::string transition =
       std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
-  if (event == PhaseEvent::CriticalError) {
+  if (event == Trigger::CriticalError) {
     std::string message = transition + ": " + reason;
     // Once a source claim was replaced, whoever answers this Warning must know that stsresize
     // did not scale back, and where the data now is.
@@ -271,36 +272,38 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(PhaseEvent eve
           "claim not yet restored is in its backup claim (" +
           backups_hint(op_) + ")";
     }
-    note(EventSeverity::Warning, "ResizeFailed", message);
-  } else if (event == PhaseEvent::Skip) {
-    note(EventSeverity::Normal, "StepSkipped",
-         "operation " + op_.id + ": " + std::string{to_string(from)} + " skipped by " +
-             approved_by + ", kept: " + reason);
-    note(EventSeverity::Normal, "ResizeCompleted",
-         "operation " + op_.id + ": " + transition + " (" + std::string{to_string(from)} +
-             " skipped by " + approved_by + ")");
-  } else if (event == PhaseEvent::Resume) {
-    note(EventSeverity::Normal, "ResizeResumed",
-         "operation " + op_.id + ": " + transition + " (resumed by " + approved_by +
-             "; it had failed: " + reason + "): running the " + std::string{to_string(*next)} +
-             " step again");
-  } else if (event == PhaseEvent::Abort) {
-    note(EventSeverity::Normal, "ResizeAborting",
-         "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
-             std::to_string(op_.original_replicas) +
-             " replicas and removing this operation's Jobs and backup claims");
+    emit_event(EventSeverity::Warning, "ResizeFailed", message);
+  } else if (event == Trigger::Skip) {
+    emit_event(EventSeverity::Normal, "StepSkipped",
+               "operation " + op_.id + ": " + std::string{to_string(from)} + " skipped by " +
+                   approved_by + ", kept: " + reason);
+    emit_event(EventSeverity::Normal, "ResizeCompleted",
+               "operation " + op_.id + ": " + transition + " (" + std::string{to_string(from)} +
+                   " skipped by " + approved_by + ")");
+  } else if (event == Trigger::Resume) {
+    emit_event(EventSeverity::Normal, "ResizeResumed",
+               "operation " + op_.id + ": " + transition + " (resumed by " + approved_by +
+                   "; it had failed: " + reason + "): running the " +
+                   std::string{to_string(*next)} + " step again");
+  } else if (event == Trigger::Abort) {
+    emit_event(EventSeverity::Normal, "ResizeAborting",
+               "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
+                   std::to_string(op_.original_replicas) +
+                   " replicas and removing this operation's Jobs and backup claims");
   } else if (*next == Phase::Failed && !op_.aborted_by.empty()) {
-    note(EventSeverity::Warning, "ResizeAborted",
-         "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure +
-             "; stsresize will not resize it again while it is labelled " +
-             std::string{kFailedLabel});
+    emit_event(EventSeverity::Warning, "ResizeAborted",
+               "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " +
+                   op_.failure + "; stsresize will not resize it again while it is labelled " +
+                   std::string{kFailedLabel});
   } else if (*next == Phase::Failed) {
-    note(EventSeverity::Warning, "ResizeFailed",
-         "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
+    emit_event(
+        EventSeverity::Warning, "ResizeFailed",
+        "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
   } else {
-    note(EventSeverity::Normal, *next == Phase::Completed ? "ResizeCompleted" : "PhaseChanged",
-         "operation " + op_.id + ": " + transition +
-             (approved_by.empty() ? "" : " (approved by " + approved_by + ")"));
+    emit_event(EventSeverity::Normal,
+               *next == Phase::Completed ? "ResizeCompleted" : "PhaseChanged",
+               "operation " + op_.id + ": " + transition +
+                   (approved_by.empty() ? "" : " (approved by " + approved_by + ")"));
   }
   return {};
 }
@@ -334,7 +337,7 @@ ReconcileResult Reconciler::Session::drive() {
     const StepOutcome outcome = step(ctx);
     switch (outcome.kind) {
       case StepOutcome::Kind::Done: {
-        std::vector<Event> approval;
+        std::vector<Entry> approval;
         if (auto held = hold_for_approval(outcome.event, approval)) return *held;
         if (auto advanced = advance(outcome.event, {}, std::move(approval)); !advanced) {
           return advanced.error();
@@ -347,7 +350,7 @@ ReconcileResult Reconciler::Session::drive() {
       case StepOutcome::Kind::Transient:
         return retry(outcome.message);
       case StepOutcome::Kind::Critical:
-        if (auto advanced = advance(PhaseEvent::CriticalError, outcome.message); !advanced) {
+        if (auto advanced = advance(Trigger::CriticalError, outcome.message); !advanced) {
           return advanced.error();
         }
         break;

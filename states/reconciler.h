@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/ports/clock.h"
 #include "engine/ports/event_recorder.h"
 #include "engine/ports/journal.h"
@@ -73,7 +73,7 @@ class Reconciler {
   EngineSettings settings_;
   // The journal's view of each operation this process has touched, so that a reconcile does
   // not refold the whole stream: valid while its last sequence is the journal's.
-  std::map<std::string, std::unique_ptr<Folder>> folded_;
+  std::map<std::string, std::unique_ptr<ValidatingFold>> folded_;
   // "ns/name" -> the denial last reported on it as an event.
   std::map<std::string, PermissionDenial> reported_denials_;
 };

@@ -68,11 +68,15 @@ class Reconciler::Session final : public StepJournal {
 
   std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                           std::string_view detail) override {
-    return append({events::ActionIntended{op_.phase, std::string{action}, to_string(target),
-                                          std::string{detail}}});
+    return append_all({entries::ActionIntended{op_.phase, std::string{action}, to_string(target),
+                                               std::string{detail}}});
   }
-  std::expected<void, std::string> record(const Event& event) override { return commit({event}); }
-  std::expected<void, std::string> note(const Event& event) override { return append({event}); }
+  std::expected<void, std::string> commit(const Entry& entry) override {
+    return commit_all({entry});
+  }
+  std::expected<void, std::string> append(const Entry& entry) override {
+    return append_all({entry});
+  }
 
  private:
   ReconcileResult start();
@@ -80,15 +84,15 @@ class Reconciler::Session final : public StepJournal {
   ReconcileResult reject_request(const std::string& reason,
                                  std::string_view event_reason = "InvalidResizeRequest");
   // A new operation on sts_: its first events committed (journal, then annotation).
-  std::expected<void, std::string> begin(const std::string& trigger, std::vector<Event> events);
+  std::expected<void, std::string> begin(const std::string& trigger, std::vector<Entry> events);
   // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
   // a start journaled by a process that died before writing its annotation. op_ is then that
   // operation, ready for its annotation.
-  std::expected<bool, std::string> adopt_unannotated_start(const std::vector<Event>& first_events);
+  std::expected<bool, std::string> adopt_unannotated_start(const std::vector<Entry>& first_events);
   ReconcileResult resume(Operation annotated);
-  // The journal's Folder of operation `id`, from the cache while it is current, else folded
+  // The journal's ValidatingFold of operation `id`, from the cache while it is current, else folded
   // again. An inconsistent stream is reported (JournalInconsistent) and is the error.
-  std::expected<Folder*, ReconcileResult> journal_view(const std::string& id);
+  std::expected<ValidatingFold*, ReconcileResult> journal_view(const std::string& id);
   // No state on the StatefulSet, yet the journal's latest stream for it is an operation that got
   // past Planning and did not end (the state annotation removed by hand; the StatefulSet deleted
   // and applied again): forgetting it would leave the data in its backup claims and the set at
@@ -115,14 +119,14 @@ class Reconciler::Session final : public StepJournal {
   // a person's stsresize.dev/advance approves it, and `approval` then holds the OperatorAction
   // to journal with the transition. Otherwise the transition waits (ApprovalAwaited journaled
   // and annotated once, with an AwaitingApproval Event) and this is the reconcile's result.
-  std::optional<ReconcileResult> hold_for_approval(PhaseEvent event, std::vector<Event>& approval);
+  std::optional<ReconcileResult> hold_for_approval(Trigger event, std::vector<Entry>& approval);
   // An advance request that cannot approve what waits: journaled as a refused OperatorAction,
   // removed from the StatefulSet, and a Warning saying why and what to run.
   std::expected<void, std::string> refuse_advance(const std::string& text,
                                                   const std::optional<AdvanceRequest>& request,
                                                   const std::string& why);
-  std::expected<void, ReconcileResult> advance(PhaseEvent event, const std::string& reason,
-                                               std::vector<Event> approval = {});
+  std::expected<void, ReconcileResult> advance(Trigger event, const std::string& reason,
+                                               std::vector<Entry> approval = {});
   // Before the step runs: a stsresize.dev/advance request that is not an approval of what
   // waits (an abort, a retry, a skip; anything once the operation has ended) is taken or
   // refused here (operator_actions.cc). nullopt: go on with the step (op_ may now be in
@@ -151,12 +155,13 @@ class Reconciler::Session final : public StepJournal {
                                          const Refusal& refusal);
 
   // Journal first; then the in-memory state. Refuses what fold would refuse.
-  std::expected<void, std::string> append(const std::vector<Event>& events);
+  std::expected<void, std::string> append_all(const std::vector<Entry>& events);
   // append + the annotation that makes the new state authoritative.
-  std::expected<void, std::string> commit(const std::vector<Event>& events);
+  std::expected<void, std::string> commit_all(const std::vector<Entry>& events);
   std::expected<void, std::string> write_annotation();
 
-  void note(EventSeverity severity, std::string_view reason, const std::string& message) {
+  // A Kubernetes Event on the StatefulSet (best effort), not a journal entry.
+  void emit_event(EventSeverity severity, std::string_view reason, const std::string& message) {
     r_.events_.record(ref_, severity, reason, message);
   }
 
@@ -164,7 +169,7 @@ class Reconciler::Session final : public StepJournal {
   Json sts_;
   ObjectRef ref_;
   Operation op_;
-  Folder* folder_ = nullptr;  // owned by r_.folded_
+  ValidatingFold* folder_ = nullptr;  // owned by r_.folded_
   // The stsresize.dev/advance annotation consumed (accepted or refused): the next annotation
   // write removes it, if it still holds exactly this text.
   std::optional<std::string> consumed_advance_;

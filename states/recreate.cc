@@ -58,7 +58,7 @@ StepOutcome delete_source(StepContext& ctx, const ClaimPlan& claim) {
   const ObjectRef ref = claim_ref(ctx.op, claim.claim);
   auto source = get_optional(ctx, ref);
   if (!source) return source.error();
-  if (!source->has_value()) return record_and_continue(ctx, events::SourceDeleted{claim.claim});
+  if (!source->has_value()) return record_and_continue(ctx, entries::SourceDeleted{claim.claim});
   auto uid = k8s::uid(**source);
   if (!uid) return malformed(uid.error());
   if (*uid != claim.source_uid) {
@@ -116,7 +116,7 @@ StepOutcome recreate_claim(StepContext& ctx, const ClaimPlan& claim) {
   }
   auto uid = k8s::uid(**existing);
   if (!uid) return malformed(uid.error());
-  return record_and_continue(ctx, events::ClaimRecreated{claim.claim, *uid});
+  return record_and_continue(ctx, entries::ClaimRecreated{claim.claim, *uid});
 }
 
 }  // namespace
@@ -147,7 +147,7 @@ StepOutcome recreate_step(StepContext& ctx) {
   const std::int64_t generation = fence_generation(ctx);
   for (const ClaimPlan& claim : ctx.op.claims) {
     if (!claim.source_deleted && claim.backup_verified && claim.backup_generation != generation) {
-      return StepOutcome::done(PhaseEvent::BackupStale);
+      return StepOutcome::done(Trigger::BackupStale);
     }
   }
   for (const ClaimPlan& claim : ctx.op.claims) {

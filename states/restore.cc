@@ -39,7 +39,7 @@ StepOutcome restore_step(StepContext& ctx) {
     if (claim.restore_verified) continue;
     all_verified = false;
     // Given up (below): Recreating creates it again.
-    if (claim.recreated_uid.empty()) return StepOutcome::done(PhaseEvent::RecreateAgain);
+    if (claim.recreated_uid.empty()) return StepOutcome::done(Trigger::RecreateAgain);
     auto target = get_optional(ctx, claim_ref(ctx.op, claim.claim));
     if (!target) return target.error();
     auto uid = target->has_value() ? k8s::uid(**target) : k8s::Result<std::string>{""};
@@ -55,10 +55,10 @@ StepOutcome restore_step(StepContext& ctx) {
       if (!job) return job.error();
       if (acted) return StepOutcome::waiting(Duration{0});
       return record_and_continue(
-          ctx, events::ClaimDiscarded{claim.claim, claim.recreated_uid,
-                                      target->has_value()
-                                          ? "being deleted before its restore was verified"
-                                          : "deleted before its restore was verified"});
+          ctx, entries::ClaimDiscarded{claim.claim, claim.recreated_uid,
+                                       target->has_value()
+                                           ? "being deleted before its restore was verified"
+                                           : "deleted before its restore was verified"});
     }
     // A claim a pod of the application used first (the fence was broken) is bound where that pod
     // ran; with node- or zone-bound volumes its restore, which also mounts the backup, can then
@@ -98,7 +98,7 @@ StepOutcome restore_step(StepContext& ctx) {
                                      ": the backup no longer matches what was verified");
       }
       return record_and_continue(ctx,
-                                 events::RestoreVerified{claim.claim, copy->summary->destination});
+                                 entries::RestoreVerified{claim.claim, copy->summary->destination});
     }
   }
   if (all_verified) return StepOutcome::done();

@@ -34,7 +34,7 @@ StepOutcome scale_back_step(StepContext& ctx) {
     }
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
-  return StepOutcome::done(PhaseEvent::ScaleBackDone);
+  return StepOutcome::done(Trigger::ScaleBackDone);
 }
 
 }  // namespace stsresize

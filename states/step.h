@@ -3,14 +3,14 @@
 // MOST ONE mutating Kubernetes call, report. Idempotent: running a step again after a crash,
 // at any point, converges to the same result without repeating a side effect that already
 // happened. Before a side effect the step calls journal.intend() (no journal entry, no act);
-// progress (a verified backup, a deleted source...) is reported through journal.record(),
-// which journals the event and writes the annotation — itself the one mutating call of that
+// progress (a verified backup, a deleted source...) is reported through journal.commit(),
+// which journals the entry and writes the annotation — itself the one mutating call of that
 // invocation. After any mutating call a step returns Waiting(0): the reconciler calls again.
 #include <expected>
 #include <string>
 #include <string_view>
 
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/operation.h"
 #include "engine/ports/clock.h"
 #include "engine/ports/event_recorder.h"
@@ -27,11 +27,12 @@ class StepJournal {
   // could not record it: the step must not act.
   virtual std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                                   std::string_view detail) = 0;
-  // Journals a progress event, applies it to the operation and writes the annotation.
-  virtual std::expected<void, std::string> record(const Event& event) = 0;
-  // Journals an event that changes nothing in the operation (DefinitionSaved: the journal's
+  // Journals a progress entry, applies it to the operation and writes the state annotation that
+  // makes it authoritative: the step's one mutating call.
+  virtual std::expected<void, std::string> commit(const Entry& entry) = 0;
+  // Journals an entry that changes nothing in the operation (DefinitionSaved: the journal's
   // copy of what is about to be written); no annotation write. An error: the step must not act.
-  virtual std::expected<void, std::string> note(const Event& event) = 0;
+  virtual std::expected<void, std::string> append(const Entry& entry) = 0;
 };
 
 struct StepContext {
@@ -40,7 +41,7 @@ struct StepContext {
   EventRecorder& events;
   StepJournal& journal;
   const EngineSettings& settings;
-  const Operation& op;  // changes only through journal.record()
+  const Operation& op;  // changes only through journal.commit()
   // As read at the start of this step. Null only in UpdatingTemplate, while the StatefulSet
   // does not exist (deleted with Orphan, not yet created again from its stored definition).
   const Json& statefulset;
@@ -52,20 +53,20 @@ struct StepOutcome {
   Duration requeue_after{0};
   std::string message;
   // The machine event a Done fires (Planning chooses between PlannedCopy and PlannedExpand).
-  PhaseEvent event = PhaseEvent::StepDone;
+  Trigger event = Trigger::StepDone;
 
-  static StepOutcome done(PhaseEvent event = PhaseEvent::StepDone) {
+  static StepOutcome done(Trigger event = Trigger::StepDone) {
     return {Kind::Done, Duration{0}, {}, event};
   }
   // Waiting(0): a side effect happened, call again now.
   static StepOutcome waiting(Duration after, std::string why = {}) {
-    return {Kind::Waiting, after, std::move(why), PhaseEvent::StepDone};
+    return {Kind::Waiting, after, std::move(why), Trigger::StepDone};
   }
   static StepOutcome transient(std::string error) {
-    return {Kind::Transient, Duration{0}, std::move(error), PhaseEvent::StepDone};
+    return {Kind::Transient, Duration{0}, std::move(error), Trigger::StepDone};
   }
   static StepOutcome critical(std::string reason) {
-    return {Kind::Critical, Duration{0}, std::move(reason), PhaseEvent::StepDone};
+    return {Kind::Critical, Duration{0}, std::move(reason), Trigger::StepDone};
   }
   bool is(Kind k) const { return kind == k; }
 };

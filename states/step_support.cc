@@ -111,8 +111,8 @@ std::expected<void, StepOutcome> delete_intended(StepContext& ctx, const ObjectR
   return {};
 }
 
-StepOutcome record_and_continue(StepContext& ctx, const Event& event) {
-  if (auto recorded = ctx.journal.record(event); !recorded) {
+StepOutcome record_and_continue(StepContext& ctx, const Entry& event) {
+  if (auto recorded = ctx.journal.commit(event); !recorded) {
     return StepOutcome::transient(recorded.error());
   }
   return StepOutcome::waiting(Duration{0});
@@ -120,7 +120,7 @@ StepOutcome record_and_continue(StepContext& ctx, const Event& event) {
 
 StepOutcome warn_and_continue(StepContext& ctx, Phase phase, std::string_view reason,
                               const std::string& why) {
-  StepOutcome outcome = record_and_continue(ctx, events::StepFailed{phase, why, false});
+  StepOutcome outcome = record_and_continue(ctx, entries::StepFailed{phase, why, false});
   if (outcome.is(StepOutcome::Kind::Waiting)) {
     ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, reason,
                       "operation " + ctx.op.id + ": " + why);

@@ -66,7 +66,7 @@ std::expected<void, StepOutcome> delete_intended(StepContext& ctx, const ObjectR
                                                  Propagation propagation, std::string_view detail);
 // Records progress (journal + annotation: the invocation's one mutating call), then Waiting(0)
 // so that the reconciler calls again with the operation changed; Transient when not recorded.
-StepOutcome record_and_continue(StepContext& ctx, const Event& event);
+StepOutcome record_and_continue(StepContext& ctx, const Entry& event);
 // A warning that does not stop the operation: a non-critical StepFailed{phase, why} (kept in
 // the state until the phase changes, so the caller gives it once) and a Warning Event `reason`
 // on the StatefulSet, then Waiting(0).

@@ -35,7 +35,7 @@ StepOutcome save_definition(StepContext& ctx) {
   const ObjectRef ref = definition_ref(ctx.op);
   auto definition = statefulset_definition(ctx.statefulset, ctx.op);
   if (!definition) return malformed(definition.error());
-  if (auto noted = ctx.journal.note(events::DefinitionSaved{ref.name, *definition}); !noted) {
+  if (auto noted = ctx.journal.append(entries::DefinitionSaved{ref.name, *definition}); !noted) {
     return StepOutcome::transient(noted.error());
   }
   if (auto created = create_intended(ctx, ref, definition_config_map(ctx.op, *definition),
@@ -108,7 +108,7 @@ StepOutcome update_template_step(StepContext& ctx) {
                                    " was replaced by someone else (uid " + *uid + ")");
     }
     // Step 5: the object created from the definition (it carries this operation's state).
-    return record_and_continue(ctx, events::StatefulSetRecreated{*uid});
+    return record_and_continue(ctx, entries::StatefulSetRecreated{*uid});
   }
   if (ctx.op.statefulset_recreated) {
     // Step 6.

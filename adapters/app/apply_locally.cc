@@ -24,7 +24,7 @@
 #include "engine/actions/explain.h"
 #include "engine/actions/rules.h"
 #include "engine/annotations.h"
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/k8s_objects.h"
 #include "engine/timestamp.h"
 #include "states/machine.h"
@@ -152,9 +152,9 @@ std::optional<std::string> refusal_of(Journal& journal, const AdvanceRequest& re
   auto records = journal.read(request.operation);
   if (!records) return std::nullopt;
   for (const JournalRecord& record : *records) {
-    auto event = decode_event(record);
+    auto event = decode_entry(record);
     if (!event) continue;
-    const auto* action = std::get_if<events::OperatorAction>(&*event);
+    const auto* action = std::get_if<entries::OperatorAction>(&*event);
     if (action != nullptr && action->nonce == request.nonce && !action->refused.empty()) {
       return action->refused;
     }

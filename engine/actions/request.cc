@@ -49,11 +49,11 @@ ModeSetting approval_mode_of(const Json& statefulset) {
                                     "\", not auto, manual or step: treated as manual"};
 }
 
-bool needs_approval(ApprovalMode mode, Phase from, Phase to, PhaseEvent event) {
+bool needs_approval(ApprovalMode mode, Phase from, Phase to, Trigger event) {
   (void)from;
-  if (event == PhaseEvent::CriticalError || event == PhaseEvent::ScaleBackDone ||
-      event == PhaseEvent::Abort || event == PhaseEvent::Skip || event == PhaseEvent::BackupStale ||
-      event == PhaseEvent::RecreateAgain) {
+  if (event == Trigger::CriticalError || event == Trigger::ScaleBackDone ||
+      event == Trigger::Abort || event == Trigger::Skip || event == Trigger::BackupStale ||
+      event == Trigger::RecreateAgain) {
     return false;
   }
   switch (mode) {

@@ -23,7 +23,7 @@ std::unexpected<Refusal> refuse(Action action, RefusalReason reason, const Opera
 }
 
 // Whether the table has a row on `event` out of `from`, whatever the guard decides.
-bool has_row(const TransitionRules& rules, Phase from, PhaseEvent event) {
+bool has_row(const TransitionRules& rules, Phase from, Trigger event) {
   for (Phase to : kAllPhases) {
     for (bool intact : {true, false}) {
       if (rules.allowed(from, event, intact, to, to)) return true;
@@ -66,7 +66,7 @@ bool deleting(const Json& object) {
 
 }  // namespace
 
-std::vector<Phase> phases_allowing(const TransitionRules& rules, PhaseEvent event) {
+std::vector<Phase> phases_allowing(const TransitionRules& rules, Trigger event) {
   std::vector<Phase> phases;
   for (Phase from : kAllPhases) {
     if (has_row(rules, from, event)) phases.push_back(from);
@@ -77,7 +77,7 @@ std::vector<Phase> phases_allowing(const TransitionRules& rules, PhaseEvent even
 std::vector<Phase> resumable_phases(const TransitionRules& rules) {
   std::vector<Phase> phases;
   for (Phase to : kAllPhases) {
-    if (rules.allowed(Phase::Failed, PhaseEvent::Resume, false, to, to)) phases.push_back(to);
+    if (rules.allowed(Phase::Failed, Trigger::Resume, false, to, to)) phases.push_back(to);
   }
   return phases;
 }
@@ -88,9 +88,9 @@ Verdict check_approve(const AdvanceRequest& request, const Operation& op) {
 
 Verdict check_abort(const Operation& op, const TransitionRules& rules,
                     const std::vector<std::string>& sources_going) {
-  if (!has_row(rules, op.phase, PhaseEvent::Abort)) {
+  if (!has_row(rules, op.phase, Trigger::Abort)) {
     Refusal r = refusal(Action::Abort, RefusalReason::PhaseNotAllowed, op);
-    r.phases = phases_allowing(rules, PhaseEvent::Abort);
+    r.phases = phases_allowing(rules, Trigger::Abort);
     return std::unexpected(r);
   }
   Refusal r = refusal(Action::Abort, RefusalReason::SourcesDeleted, op);
@@ -104,7 +104,7 @@ Verdict check_abort(const Operation& op, const TransitionRules& rules,
   }
   // The Abort row's guard: a scale back onto the sources needs every one of them.
   const bool intact = r.deleted.empty() && r.going.empty();
-  if (!rules.allowed(op.phase, PhaseEvent::Abort, intact, Phase::ScalingBack) || !intact) {
+  if (!rules.allowed(op.phase, Trigger::Abort, intact, Phase::ScalingBack) || !intact) {
     return std::unexpected(r);
   }
   return {};
@@ -182,7 +182,7 @@ Verdict check_resume(const Operation& op, const TransitionRules& rules,
   if (op.sources_intact()) return refuse(Action::Retry, RefusalReason::SourcesIntact, op);
   if (!op.failed_in) return refuse(Action::Retry, RefusalReason::FailedInUnknown, op);
   const Phase failed_in = *op.failed_in;
-  if (!rules.allowed(Phase::Failed, PhaseEvent::Resume, false, failed_in, failed_in)) {
+  if (!rules.allowed(Phase::Failed, Trigger::Resume, false, failed_in, failed_in)) {
     Refusal r = refusal(Action::Retry, RefusalReason::NotResumable, op);
     r.phases = resumable_phases(rules);
     return std::unexpected(r);
@@ -248,9 +248,9 @@ Verdict check_resume(const AdvanceRequest& request, const Operation& op,
 }
 
 Verdict check_skip(const Operation& op, const TransitionRules& rules) {
-  if (!has_row(rules, op.phase, PhaseEvent::Skip)) {
+  if (!has_row(rules, op.phase, Trigger::Skip)) {
     Refusal r = refusal(Action::Skip, RefusalReason::PhaseNotAllowed, op);
-    r.phases = phases_allowing(rules, PhaseEvent::Skip);
+    r.phases = phases_allowing(rules, Trigger::Skip);
     return std::unexpected(r);
   }
   // The step before verified every restore; a claim without one (an edited annotation: fold()

@@ -72,7 +72,7 @@ struct Refusal {
 using Verdict = std::expected<void, Refusal>;
 
 // The phases out of which the table has a row on `event` (any guard outcome).
-std::vector<Phase> phases_allowing(const TransitionRules& rules, PhaseEvent event);
+std::vector<Phase> phases_allowing(const TransitionRules& rules, Trigger event);
 // The phases a Failed operation can be resumed in (Resume rows out of Failed).
 std::vector<Phase> resumable_phases(const TransitionRules& rules);
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/annotations.h"
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/replay.h"
 #include "states/machine.h"
 #include "tests/support/operation_samples.h"
@@ -37,36 +37,38 @@ std::vector<JournalRecord> long_operation() {
   const std::size_t fixed = 6 + 2 * plan.size() + 1 + 2 * plan.size() + 1 + plan.size() + 4;
   const std::size_t retries = (kLongOperation - fixed) / 2;
   JournalBuilder b;
-  b.add(events::OperationStarted{"template grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, plan});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
-  b.add(events::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
+  b.add(entries::OperationStarted{"template grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, plan});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
+  b.add(
+      entries::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
   b.to(Phase::ScalingDown, Phase::BackingUp);
   for (std::size_t i = 0; i < retries; ++i) {
-    b.add(events::ActionIntended{Phase::BackingUp, "create", "Job shop/data-web-0-stsresize-backup",
-                                 "attempt " + std::to_string(i + 1)});
-    b.add(events::StepFailed{Phase::BackingUp, "copy Job still running", false});
+    b.add(entries::ActionIntended{Phase::BackingUp, "create",
+                                  "Job shop/data-web-0-stsresize-backup",
+                                  "attempt " + std::to_string(i + 1)});
+    b.add(entries::StepFailed{Phase::BackingUp, "copy Job still running", false});
   }
   if ((kLongOperation - fixed) % 2 == 1) {
-    b.add(events::StepFailed{Phase::BackingUp, "copy Job still running", false});
+    b.add(entries::StepFailed{Phase::BackingUp, "copy Job still running", false});
   }
   for (const ClaimPlan& c : plan) {
-    b.add(events::ActionIntended{Phase::BackingUp, "create", "Job shop/" + c.claim, "backup"});
-    b.add(events::BackupVerified{c.claim, sample_summary(c.ordinal)});
+    b.add(entries::ActionIntended{Phase::BackingUp, "create", "Job shop/" + c.claim, "backup"});
+    b.add(entries::BackupVerified{c.claim, sample_summary(c.ordinal)});
   }
   b.to(Phase::BackingUp, Phase::Recreating);
   for (const ClaimPlan& c : plan) {
-    b.add(events::SourceDeleted{c.claim});
-    b.add(events::ClaimRecreated{c.claim, "new-" + c.claim});
+    b.add(entries::SourceDeleted{c.claim});
+    b.add(entries::ClaimRecreated{c.claim, "new-" + c.claim});
   }
   b.to(Phase::Recreating, Phase::Restoring);
   for (const ClaimPlan& c : plan)
-    b.add(events::RestoreVerified{c.claim, sample_summary(c.ordinal)});
+    b.add(entries::RestoreVerified{c.claim, sample_summary(c.ordinal)});
   b.to(Phase::Restoring, Phase::ScalingUp);
   b.to(Phase::ScalingUp, Phase::CleaningUp);
   b.to(Phase::CleaningUp, Phase::Completed);
-  b.add(events::OperationFinished{Phase::Completed});
+  b.add(entries::OperationFinished{Phase::Completed});
   return std::move(b.records());
 }
 

@@ -62,12 +62,12 @@ class Abort : public ::testing::Test {
     return read ? *read : std::vector<JournalRecord>{};
   }
 
-  std::vector<events::OperatorAction> operator_actions(const std::string& action) {
-    std::vector<events::OperatorAction> actions;
+  std::vector<entries::OperatorAction> operator_actions(const std::string& action) {
+    std::vector<entries::OperatorAction> actions;
     for (const JournalRecord& record : records()) {
-      auto event = decode_event(record);
+      auto event = decode_entry(record);
       if (!event) continue;
-      if (auto* a = std::get_if<events::OperatorAction>(&*event); a && a->action == action) {
+      if (auto* a = std::get_if<entries::OperatorAction>(&*event); a && a->action == action) {
         actions.push_back(*a);
       }
     }
@@ -161,9 +161,9 @@ TEST_P(AbortWhileWaiting, ScalesBackOntoTheIntactSourcesAndEndsFailed) {
   expect_rolled_back(GetParam(), uids);
   // Taken before the step: the transition it waited for never happened.
   for (const JournalRecord& record : records()) {
-    auto event = decode_event(record);
+    auto event = decode_entry(record);
     ASSERT_TRUE(event);
-    if (auto* changed = std::get_if<events::PhaseChanged>(&*event);
+    if (auto* changed = std::get_if<entries::PhaseChanged>(&*event);
         changed && changed->from == GetParam()) {
       EXPECT_EQ(changed->to, Phase::ScalingBack);
     }
@@ -188,10 +188,10 @@ TEST_F(Abort, TheOperatorActionStepFailedAndTransitionAreOneAppend) {
   EXPECT_EQ(all[at + 1].type, "StepFailed");
   EXPECT_EQ(all[at + 2].type, "PhaseChanged");
   EXPECT_EQ(all[at].time, all[at + 2].time);
-  auto changed = decode_event(all[at + 2]);
+  auto changed = decode_entry(all[at + 2]);
   ASSERT_TRUE(changed);
-  EXPECT_EQ(std::get<events::PhaseChanged>(*changed),
-            (events::PhaseChanged{Phase::BackingUp, Phase::ScalingBack, PhaseEvent::Abort}));
+  EXPECT_EQ(std::get<entries::PhaseChanged>(*changed),
+            (entries::PhaseChanged{Phase::BackingUp, Phase::ScalingBack, Trigger::Abort}));
 }
 
 TEST_F(Abort, InAutoModeDuringBackingUpItStopsTheCopy) {

@@ -17,7 +17,7 @@ class CopyFailure : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  Reconciler engine{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
 
   Phase phase() {
     auto op = read_operation(world.live_sts());
@@ -27,7 +27,7 @@ class CopyFailure : public ::testing::Test {
   // Reconciles (the cluster working in between) until the phase is `until` or terminal.
   void run_until(Phase until) {
     reconcile_until(
-        engine, world,
+        reconciler, world,
         {"phase " + std::string{to_string(until)},
          [&](const ReconcileResult&) { return phase() == until || is_terminal(phase()); }},
         {.limit = 300});

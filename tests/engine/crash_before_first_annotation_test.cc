@@ -9,7 +9,7 @@
 // crash_resume_test.cc counts crashes from the first Kubernetes write; this is the one before.
 #include <gtest/gtest.h>
 
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
 #include "tests/support/engine_harness.h"
@@ -36,8 +36,8 @@ void crash_before_first_annotation(ResizeWorld& world, Journal& journal) {
 
 // Reconciles with a new Reconciler (the restarted process) until Idle.
 void restart_and_finish(ResizeWorld& world, Journal& journal) {
-  Reconciler engine{world.kube, journal, world.clock, world.events};
-  reconcile_until(engine, world, idle(),
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  reconcile_until(reconciler, world, idle(),
                   {.limit = 600, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
 }
 
@@ -53,7 +53,7 @@ void expect_one_completed_operation(Journal& journal) {
   EXPECT_EQ(records->front().type, "OperationStarted");
 }
 
-class CrashBeforeFirstAnnotation : public ::testing::TestWithParam<Trigger> {};
+class CrashBeforeFirstAnnotation : public ::testing::TestWithParam<ResizeTrigger> {};
 
 TEST_P(CrashBeforeFirstAnnotation, TheRestartCarriesOnWithTheJournaledOperation) {
   ResizeWorld world;
@@ -86,7 +86,7 @@ TEST_P(CrashBeforeFirstAnnotation, AStartForAnotherRequestIsNotTakenOver) {
   crash_before_first_annotation(world, journal);
   // While the controller was down, the user asked for something else: the journaled start is
   // not this operation's, and stays as it was.
-  if (GetParam() == Trigger::Request) {
+  if (GetParam() == ResizeTrigger::Request) {
     world.request(Json{{"data", {{"storage", "3Gi"}}}, {"logs", {{"storage", "3Gi"}}}}.dump());
   } else {
     world.kube.mutate_raw(world.sts(), [](Json& live) {
@@ -121,9 +121,9 @@ TEST_P(CrashBeforeFirstAnnotation, RetriesOfAFailedFirstAnnotationWriteMakeOneOp
                      .kind = Kind::StatefulSet,
                      .times = 3,
                      .error = KubeError{KubeErrorCode::ServerError, "etcd timeout", {}}});
-  Reconciler engine{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ASSERT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
+    ASSERT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
     world.clock.advance(std::chrono::seconds{1});
   }
 
@@ -133,9 +133,9 @@ TEST_P(CrashBeforeFirstAnnotation, RetriesOfAFailedFirstAnnotationWriteMakeOneOp
 }
 
 INSTANTIATE_TEST_SUITE_P(Triggers, CrashBeforeFirstAnnotation,
-                         ::testing::Values(Trigger::Template, Trigger::Request),
+                         ::testing::Values(ResizeTrigger::Template, ResizeTrigger::Request),
                          [](const auto& info) {
-                           return info.param == Trigger::Template ? "Template" : "Request";
+                           return info.param == ResizeTrigger::Template ? "Template" : "Request";
                          });
 
 }  // namespace

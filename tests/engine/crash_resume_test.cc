@@ -32,7 +32,7 @@ struct Scenario {
   int failing_job_pods = 0;
   bool corrupt_copy = false;
   Outcome outcome = Outcome::Completed;
-  Trigger trigger = Trigger::Template;
+  ResizeTrigger trigger = ResizeTrigger::Template;
   std::string mode{};  // stsresize.dev/mode; empty: not set (auto)
 };
 
@@ -112,13 +112,13 @@ void watch(ResizeWorld& world, Watch& out) {
 
 enum class Stop { Idle, Crashed, Terminal, OutOfRounds };
 
-Stop drive(ResizeWorld& world, Reconciler& engine, std::optional<int> crash_after) {
+Stop drive(ResizeWorld& world, Reconciler& reconciler, std::optional<int> crash_after) {
   Stop stop = Stop::OutOfRounds;
   int round = 0;
   // Terminal is told from a crash here, not failed at once by reconcile_until: the crash is
   // checked first.
   reconcile_until(
-      engine, world,
+      reconciler, world,
       {"a crash or rest",
        [&](const ReconcileResult& result) {
          if (crash_after && world.kube.mutations() >= *crash_after) {
@@ -188,7 +188,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
   ASSERT_TRUE(world.kube.get_raw(world.sts())) << "the StatefulSet is gone";
   const Json sts = world.live_sts();
   EXPECT_FALSE(world.kube.get_raw(definition_ref())) << "definition ConfigMap left behind";
-  if (scenario.trigger == Trigger::Request) {
+  if (scenario.trigger == ResizeTrigger::Request) {
     expect_templates(sts, scenario.outcome == Outcome::Completed ? "2Gi" : "1Gi");
     EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeRequestAnnotation}));
     EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
@@ -230,14 +230,14 @@ int clean_run(const Scenario& scenario) {
   watch(world, watched);
   MemoryJournal journal;
   {
-    Reconciler engine{world.kube, journal, world.clock, world.events, settings_for(scenario)};
-    EXPECT_EQ(drive(world, engine, std::nullopt), Stop::Idle);
+    Reconciler reconciler{world.kube, journal, world.clock, world.events, settings_for(scenario)};
+    EXPECT_EQ(drive(world, reconciler, std::nullopt), Stop::Idle);
   }
   expect_outcome(world, journal, watched, scenario);
   // The scenario really took the path it is named after.
   const bool copied = !scenario.expandable && scenario.outcome == Outcome::Completed;
   EXPECT_EQ(watched.source_deletes, copied ? 6 : 0);
-  EXPECT_EQ(watched.statefulset_deletes, scenario.trigger == Trigger::Request ? 1 : 0);
+  EXPECT_EQ(watched.statefulset_deletes, scenario.trigger == ResizeTrigger::Request ? 1 : 0);
   EXPECT_EQ(world.events.contains("ResizeFailed"), scenario.outcome == Outcome::Failed);
   if (scenario.outcome == Outcome::Failed) {
     bool scaled_back = false;
@@ -277,8 +277,8 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   std::unique_ptr<Journal> journal = open_journal(sqlite, path);
   world.kube.set_mutation_budget(k);
   {
-    Reconciler engine{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
-    ASSERT_EQ(drive(world, engine, k), Stop::Crashed);
+    Reconciler reconciler{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
+    ASSERT_EQ(drive(world, reconciler, k), Stop::Crashed);
   }
   world.kube.set_mutation_budget(std::nullopt);
   // The definition survives every crash: the StatefulSet, or else the ConfigMap, holds it.
@@ -304,8 +304,8 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
     journal = std::move(*reopened);
   }
   {
-    Reconciler engine{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
-    ASSERT_EQ(drive(world, engine, std::nullopt), Stop::Idle);
+    Reconciler reconciler{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
+    ASSERT_EQ(drive(world, reconciler, std::nullopt), Stop::Idle);
   }
   expect_outcome(world, *journal, watched, scenario,
                  fate == JournalFate::Lost && finished_before_crash);
@@ -335,8 +335,8 @@ const Scenario kCopy{};
 const Scenario kExpand{.expandable = true};
 const Scenario kCopyJobFails{.failing_job_pods = 1, .outcome = Outcome::Failed};
 const Scenario kCopyCorrupted{.corrupt_copy = true, .outcome = Outcome::Failed};
-const Scenario kCopyRequested{.trigger = Trigger::Request};
-const Scenario kExpandRequested{.expandable = true, .trigger = Trigger::Request};
+const Scenario kCopyRequested{.trigger = ResizeTrigger::Request};
+const Scenario kExpandRequested{.expandable = true, .trigger = ResizeTrigger::Request};
 const Scenario kCopyManual{.mode = "manual"};
 const Scenario kCopyStep{.mode = "step"};
 

@@ -33,12 +33,12 @@ class ExplicitRequest : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  Reconciler engine{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
 
-  ReconcileResult reconcile() { return engine.reconcile(kNs, kSts); }
+  ReconcileResult reconcile() { return reconciler.reconcile(kNs, kSts); }
 
   // Reconciles (and lets the cluster work) until the engine is idle.
-  void run_to_idle() { reconcile_to_idle(engine, world, 300); }
+  void run_to_idle() { reconcile_to_idle(reconciler, world, 300); }
 
   std::vector<std::string> journal_types() {
     auto operations = journal.operations();
@@ -81,7 +81,7 @@ struct Refusal {
 class RefusedRequest : public ExplicitRequest, public ::testing::WithParamInterface<Refusal> {};
 
 TEST_P(RefusedRequest, WarnsWritesTheStatusAndChangesNothingElse) {
-  world.seed(/*expandable=*/false, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);
   world.request(GetParam().request);
   const Json before = world.live_sts();
   const auto pods_before = pod_uids(world);
@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The Warning names the annotation once, whichever check refused the request.
 TEST_F(ExplicitRequest, TheWarningNamesTheAnnotationOnce) {
-  world.seed(/*expandable=*/false, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);
   world.request("data: 2Gi");
   const ReconcileResult result = reconcile();
   EXPECT_EQ(result.message, R"(not valid JSON (expected e.g. {"data":{"storage":"20Gi"}}))");
@@ -161,7 +161,7 @@ TEST_F(ExplicitRequest, TheWarningNamesTheAnnotationOnce) {
 }
 
 TEST_F(ExplicitRequest, ExpandPathRecreatesTheStatefulSetWithoutRestartingAPod) {
-  world.seed(/*expandable=*/true, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/true, "2Gi", ResizeTrigger::Request);
   const std::string old_uid = *k8s::uid(world.live_sts());
   const auto pods_before = pod_uids(world);
   run_to_idle();
@@ -185,7 +185,7 @@ TEST_F(ExplicitRequest, ExpandPathRecreatesTheStatefulSetWithoutRestartingAPod) 
 }
 
 TEST_F(ExplicitRequest, CopyPathRecreatesTheStatefulSetThenCopiesEveryClaim) {
-  world.seed(/*expandable=*/false, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);
   run_to_idle();
   expect_resized_with_data_intact();
   const auto types = journal_types();
@@ -196,7 +196,7 @@ TEST_F(ExplicitRequest, CopyPathRecreatesTheStatefulSetThenCopiesEveryClaim) {
 }
 
 TEST_F(ExplicitRequest, ReplayOfTheJournalShowsTheTemplateUpdateAndIsConsistent) {
-  world.seed(/*expandable=*/true, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/true, "2Gi", ResizeTrigger::Request);
   run_to_idle();
   auto operations = journal.operations();
   ASSERT_TRUE(operations && operations->size() == 1u);
@@ -224,7 +224,7 @@ TEST_F(ExplicitRequest, ReplayOfTheJournalShowsTheTemplateUpdateAndIsConsistent)
 }
 
 TEST_F(ExplicitRequest, ClassChangeWithGrowthTakesTheCopyPathToTheNewClass) {
-  world.seed(/*expandable=*/true, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/true, "2Gi", ResizeTrigger::Request);
   world.kube.system().create(Kind::StorageClass, Json{{"apiVersion", "storage.k8s.io/v1"},
                                                       {"kind", "StorageClass"},
                                                       {"metadata", {{"name", "fast"}}},
@@ -269,7 +269,7 @@ TEST_F(ExplicitRequest, AForeignDefinitionConfigMapIsRefusedAndNotUsed) {
 }
 
 TEST_F(ExplicitRequest, AStatefulSetDeletedBetweenDeleteAndCreateIsFinishedFromTheConfigMap) {
-  world.seed(/*expandable=*/true, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/true, "2Gi", ResizeTrigger::Request);
   // Stop right after the delete (start annotation, ConfigMap, delete).
   world.kube.set_mutation_budget(3);
   EXPECT_FALSE(reconcile().is(ReconcileResult::Kind::Idle));

@@ -25,11 +25,11 @@ class ManualMode : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  Reconciler engine{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
   AdvanceCli advance{world};
 
   // Reconciles (and lets the cluster work) until the engine is idle.
-  void run_to_idle() { reconcile_to_idle(engine, world, 300); }
+  void run_to_idle() { reconcile_to_idle(reconciler, world, 300); }
 
   CliResult approve() { return advance({.target = "shop/web", .approve = true}); }
 
@@ -48,12 +48,12 @@ class ManualMode : public ::testing::Test {
     return read ? *read : std::vector<JournalRecord>{};
   }
 
-  std::vector<events::OperatorAction> operator_actions() {
-    std::vector<events::OperatorAction> actions;
+  std::vector<entries::OperatorAction> operator_actions() {
+    std::vector<entries::OperatorAction> actions;
     for (const JournalRecord& record : records()) {
-      auto event = decode_event(record);
+      auto event = decode_entry(record);
       if (!event) continue;
-      if (auto* action = std::get_if<events::OperatorAction>(&*event)) actions.push_back(*action);
+      if (auto* action = std::get_if<entries::OperatorAction>(&*event)) actions.push_back(*action);
     }
     return actions;
   }
@@ -73,7 +73,7 @@ class ManualMode : public ::testing::Test {
       // Waiting does nothing more, however often it is reconciled.
       const int mutations = world.kube.mutations();
       const std::size_t events_before = world.events.events().size();
-      EXPECT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+      EXPECT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
       EXPECT_EQ(world.kube.mutations(), mutations);
       EXPECT_EQ(world.events.events().size(), events_before);
       approved.push_back(std::string{to_string(waiting->from)} + " -> " +
@@ -187,7 +187,7 @@ TEST_F(ManualMode, AnApprovalOfAnotherPhaseIsRefusedRemovedAndJournaled) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
         encode_advance_request(stale);
   });
-  EXPECT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   const Json after = world.live_sts();
   EXPECT_EQ((*read_operation(after))->phase, Phase::Planning);
   EXPECT_FALSE(k8s::annotation(after, kAdvanceAnnotation)->has_value());
@@ -215,7 +215,7 @@ TEST_F(ManualMode, AnApprovalOfAnotherOperationIsRefused) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
         encode_advance_request(other);
   });
-  EXPECT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_EQ((*read_operation(world.live_sts()))->phase, Phase::Planning);
   const auto refused = world.events.with_reason("AdvanceRefused");
   ASSERT_EQ(refused.size(), 1u);
@@ -230,7 +230,7 @@ TEST_F(ManualMode, AMalformedApprovalIsRefused) {
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = "yes please";
   });
-  EXPECT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_EQ((*read_operation(world.live_sts()))->phase, Phase::Planning);
   ASSERT_EQ(world.events.with_reason("AdvanceRefused").size(), 1u);
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
@@ -240,7 +240,7 @@ TEST_F(ManualMode, AnApprovalWrittenBeforeTheWaitIsTakenWhenItsPhaseMatches) {
   world.seed(/*expandable=*/false);
   set_mode(world, "step");
   // Reach BackingUp without waiting, then approve ahead through the annotation.
-  reconcile_until(engine, world,
+  reconcile_until(reconciler, world,
                   {"phase BackingUp",
                    [&](const ReconcileResult&) {
                      auto op = read_operation(world.live_sts());
@@ -296,7 +296,7 @@ TEST_F(ManualMode, AdvanceRefusesWhenNothingWaitsAndSaysWhatToRun) {
   EXPECT_NE(result.err.find("has no resize in progress"), std::string::npos) << result.err;
 
   // An operation in auto mode never waits.
-  engine.reconcile(kNs, kSts);
+  reconciler.reconcile(kNs, kSts);
   ASSERT_TRUE(read_operation(world.live_sts())->has_value());
   result = approve();
   EXPECT_EQ(result.code, cli::kExitRefused);

@@ -25,9 +25,9 @@ class Permissions : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  Reconciler engine{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
 
-  ReconcileResult reconcile() { return engine.reconcile(kNs, kSts); }
+  ReconcileResult reconcile() { return reconciler.reconcile(kNs, kSts); }
 
   void forbid_listing_storage_classes() {
     world.kube.inject({.verb = Verb::List,
@@ -39,7 +39,7 @@ class Permissions : public ::testing::Test {
   // Reconciles (letting the cluster work in between) until idle; the results on the way.
   std::vector<ReconcileResult> run_to_idle() {
     std::vector<ReconcileResult> results;
-    reconcile_until(engine, world,
+    reconcile_until(reconciler, world,
                     {"rest (idle or terminal)",
                      [&](const ReconcileResult& result) {
                        results.push_back(result);
@@ -105,7 +105,7 @@ TEST_F(Permissions, ForbiddenStorageClassesTakeTheCopyPathWithAnEventSayingWhy) 
 }
 
 TEST_F(Permissions, ExplicitRequestIsAcceptedWhenStorageClassesCannotBeChecked) {
-  world.seed(/*expandable=*/false, "2Gi", Trigger::Request);
+  world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);
   forbid_listing_storage_classes();
   const auto results = run_to_idle();
   ASSERT_TRUE(results.back().is(ReconcileResult::Kind::Idle)) << results.back().message;
@@ -122,7 +122,7 @@ TEST_F(Permissions, ForbiddenDeleteNamesTheRuleOnceChangesNothingAndCompletesWhe
                      .times = FaultRule::kForever,
                      .error = forbidden("delete", "persistentvolumeclaims")});
   const ReconcileResult result = reconcile_until(
-      engine, world,
+      reconciler, world,
       {"a retry", [](const ReconcileResult& r) { return r.is(ReconcileResult::Kind::Retry); }},
       {.limit = 100, .terminal_fails = false});
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Retry)) << result.message;

@@ -16,9 +16,9 @@ TEST(ReconcilerReads, TheStatefulSetIsReadAgainOnlyAfterAStepWroteIt) {
   ResizeWorld world;
   world.seed(/*expandable=*/false);  // copy path: Planning, then ScalingDown sets replicas
   MemoryJournal journal;
-  Reconciler engine{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
 
-  const ReconcileResult result = engine.reconcile(kNs, kSts);
+  const ReconcileResult result = reconciler.reconcile(kNs, kSts);
 
   ASSERT_TRUE(result.is(ReconcileResult::Kind::RequeueAfter)) << result.message;
   auto phase = k8s::annotation(world.live_sts(), kPhaseAnnotation);
@@ -36,11 +36,11 @@ TEST(ReconcilerReads, AStepSeesTheReplicasItSetInTheStepAfter) {
   ResizeWorld world;
   world.seed(/*expandable=*/false);
   MemoryJournal journal;
-  Reconciler engine{world.kube, journal, world.clock, world.events};
-  ASSERT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  ASSERT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
   const int writes = world.kube.mutations();
   // Pods still running: the next reconcile finds replicas already 0 and sets nothing again.
-  ASSERT_TRUE(engine.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
+  ASSERT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
   EXPECT_EQ(world.kube.mutations(), writes);
 }
 

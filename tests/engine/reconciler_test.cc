@@ -15,8 +15,8 @@ class ReconcilerTest : public ::testing::Test {
   ResizeWorld world;
   MemoryJournal journal;
   ReconcileResult reconcile() {
-    Reconciler engine{world.kube, journal, world.clock, world.events};
-    return engine.reconcile(kNs, kSts);
+    Reconciler reconciler{world.kube, journal, world.clock, world.events};
+    return reconciler.reconcile(kNs, kSts);
   }
 };
 
@@ -84,8 +84,8 @@ TEST_F(ReconcilerTest, EveryJournaledPhaseChangeHasAnEventOnTheStatefulSet) {
     ResizeWorld fresh;
     MemoryJournal fresh_journal;
     fresh.seed(expandable);
-    Reconciler engine{fresh.kube, fresh_journal, fresh.clock, fresh.events};
-    ASSERT_TRUE(reconcile_until(engine, fresh, idle(),
+    Reconciler reconciler{fresh.kube, fresh_journal, fresh.clock, fresh.events};
+    ASSERT_TRUE(reconcile_until(reconciler, fresh, idle(),
                                 {.limit = 600,
                                  .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
                                  .terminal_fails = false})

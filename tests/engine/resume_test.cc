@@ -128,24 +128,24 @@ TEST_F(Resume, AFailedRestoreResumedInPlaceCompletesWithTheDataIntactInOneStream
   const auto records = stream(id);
   std::size_t resume_at = 0, deletes = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    auto event = decode_event(records[i]);
+    auto event = decode_entry(records[i]);
     ASSERT_TRUE(event);
-    if (const auto* changed = std::get_if<events::PhaseChanged>(&*event);
-        changed && changed->event == PhaseEvent::Resume) {
+    if (const auto* changed = std::get_if<entries::PhaseChanged>(&*event);
+        changed && changed->event == Trigger::Resume) {
       EXPECT_EQ(changed->from, Phase::Failed);
       EXPECT_EQ(changed->to, Phase::Restoring);
       resume_at = i;
     }
-    if (const auto* intended = std::get_if<events::ActionIntended>(&*event);
+    if (const auto* intended = std::get_if<entries::ActionIntended>(&*event);
         intended && intended->phase == Phase::Failed && intended->action == "delete") {
       ++deletes;
     }
   }
   ASSERT_GT(resume_at, 0u);
   EXPECT_GT(deletes, 0u);
-  auto action = decode_event(records[resume_at - 1]);
+  auto action = decode_entry(records[resume_at - 1]);
   ASSERT_TRUE(action);
-  const auto* taken = std::get_if<events::OperatorAction>(&*action);
+  const auto* taken = std::get_if<entries::OperatorAction>(&*action);
   ASSERT_TRUE(taken) << records[resume_at - 1].type;
   EXPECT_EQ(taken->action, "retry");
   EXPECT_EQ(taken->by, "alice");

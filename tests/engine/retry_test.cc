@@ -100,9 +100,9 @@ TEST_F(Retry, AFailedCopyRetriedAsANewOperationCompletesWithTheDataIntact) {
   // The old stream ends with who retried it, and still folds to Failed.
   const auto old_records = stream(old_id);
   ASSERT_FALSE(old_records.empty());
-  auto last = decode_event(old_records.back());
+  auto last = decode_entry(old_records.back());
   ASSERT_TRUE(last);
-  const auto* action = std::get_if<events::OperatorAction>(&*last);
+  const auto* action = std::get_if<entries::OperatorAction>(&*last);
   ASSERT_TRUE(action) << old_records.back().type;
   EXPECT_EQ(action->action, "retry");
   EXPECT_EQ(action->by, "alice");
@@ -116,9 +116,9 @@ TEST_F(Retry, AFailedCopyRetriedAsANewOperationCompletesWithTheDataIntact) {
                                  : operations->front().operation_id;
   ASSERT_NE(new_id, old_id);
   const auto new_records = stream(new_id);
-  auto started = decode_event(new_records.front());
+  auto started = decode_entry(new_records.front());
   ASSERT_TRUE(started);
-  const auto& start = std::get<events::OperationStarted>(*started);
+  const auto& start = std::get<entries::OperationStarted>(*started);
   EXPECT_TRUE(start.trigger.starts_with("retry of " + old_id + " by alice: ")) << start.trigger;
   auto new_folded = fold(new_records, PhaseMachine::rules());
   ASSERT_TRUE(new_folded) << new_folded.error().message;

@@ -306,8 +306,8 @@ class Simulation {
 
   ReconcileResult reconcile_as(Acting who) {
     const Acting outer = std::exchange(acting_, who);
-    Reconciler& engine = who == Acting::First ? *engine_ : *second_;
-    ReconcileResult result = engine.reconcile(kNs, kSts);
+    Reconciler& reconciler = who == Acting::First ? *engine_ : *second_;
+    ReconcileResult result = reconciler.reconcile(kNs, kSts);
     acting_ = outer;
     return result;
   }

@@ -54,12 +54,12 @@ class SkipStep : public ::testing::Test {
     return read ? *read : std::vector<JournalRecord>{};
   }
 
-  std::vector<events::OperatorAction> skips() {
-    std::vector<events::OperatorAction> actions;
+  std::vector<entries::OperatorAction> skips() {
+    std::vector<entries::OperatorAction> actions;
     for (const JournalRecord& record : records()) {
-      auto event = decode_event(record);
+      auto event = decode_entry(record);
       if (!event) continue;
-      if (auto* a = std::get_if<events::OperatorAction>(&*event); a && a->action == "skip") {
+      if (auto* a = std::get_if<entries::OperatorAction>(&*event); a && a->action == "skip") {
         actions.push_back(*a);
       }
     }
@@ -172,10 +172,10 @@ TEST_F(SkipStep, InCleaningUpItCompletesAndKeepsTheBackupsAndJobsLeft) {
   EXPECT_EQ(all[at + 1].type, "PhaseChanged");
   EXPECT_EQ(all[at + 2].type, "OperationFinished");
   EXPECT_EQ(all[at].time, all[at + 2].time);
-  auto changed = decode_event(all[at + 1]);
+  auto changed = decode_entry(all[at + 1]);
   ASSERT_TRUE(changed);
-  EXPECT_EQ(std::get<events::PhaseChanged>(*changed),
-            (events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip}));
+  EXPECT_EQ(std::get<entries::PhaseChanged>(*changed),
+            (entries::PhaseChanged{Phase::CleaningUp, Phase::Completed, Trigger::Skip}));
   ASSERT_EQ(skips().size(), 1u);
   EXPECT_EQ(skips()[0].by, "alice");
   EXPECT_TRUE(skips()[0].refused.empty());

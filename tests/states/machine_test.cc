@@ -15,51 +15,51 @@ namespace {
 
 // The specification, written independently of states/machine.cc: (from, event, sources
 // intact) -> to. Every combination not listed must be refused.
-using Key = std::tuple<Phase, PhaseEvent, bool>;
+using Key = std::tuple<Phase, Trigger, bool>;
 std::map<Key, Phase> expected_table() {
   std::map<Key, Phase> table;
-  auto both = [&](Phase from, PhaseEvent event, Phase to) {
+  auto both = [&](Phase from, Trigger event, Phase to) {
     table[{from, event, true}] = to;
     table[{from, event, false}] = to;
   };
-  both(Phase::Pending, PhaseEvent::StartPlanning, Phase::Planning);
-  both(Phase::Pending, PhaseEvent::StartTemplateUpdate, Phase::UpdatingTemplate);
-  both(Phase::UpdatingTemplate, PhaseEvent::StepDone, Phase::Planning);
-  both(Phase::UpdatingTemplate, PhaseEvent::CriticalError, Phase::Failed);
-  both(Phase::Planning, PhaseEvent::PlannedCopy, Phase::ScalingDown);
-  both(Phase::Planning, PhaseEvent::PlannedExpand, Phase::Expanding);
-  both(Phase::ScalingDown, PhaseEvent::StepDone, Phase::BackingUp);
-  both(Phase::BackingUp, PhaseEvent::StepDone, Phase::Recreating);
-  both(Phase::Recreating, PhaseEvent::StepDone, Phase::Restoring);
-  both(Phase::Restoring, PhaseEvent::StepDone, Phase::ScalingUp);
-  both(Phase::ScalingUp, PhaseEvent::StepDone, Phase::CleaningUp);
-  both(Phase::CleaningUp, PhaseEvent::StepDone, Phase::Completed);
-  both(Phase::Expanding, PhaseEvent::StepDone, Phase::Completed);
-  both(Phase::Planning, PhaseEvent::CriticalError, Phase::Failed);
+  both(Phase::Pending, Trigger::StartPlanning, Phase::Planning);
+  both(Phase::Pending, Trigger::StartTemplateUpdate, Phase::UpdatingTemplate);
+  both(Phase::UpdatingTemplate, Trigger::StepDone, Phase::Planning);
+  both(Phase::UpdatingTemplate, Trigger::CriticalError, Phase::Failed);
+  both(Phase::Planning, Trigger::PlannedCopy, Phase::ScalingDown);
+  both(Phase::Planning, Trigger::PlannedExpand, Phase::Expanding);
+  both(Phase::ScalingDown, Trigger::StepDone, Phase::BackingUp);
+  both(Phase::BackingUp, Trigger::StepDone, Phase::Recreating);
+  both(Phase::Recreating, Trigger::StepDone, Phase::Restoring);
+  both(Phase::Restoring, Trigger::StepDone, Phase::ScalingUp);
+  both(Phase::ScalingUp, Trigger::StepDone, Phase::CleaningUp);
+  both(Phase::CleaningUp, Trigger::StepDone, Phase::Completed);
+  both(Phase::Expanding, Trigger::StepDone, Phase::Completed);
+  both(Phase::Planning, Trigger::CriticalError, Phase::Failed);
   for (Phase phase : {Phase::ScalingDown, Phase::BackingUp, Phase::Recreating}) {
-    table[{phase, PhaseEvent::CriticalError, true}] = Phase::ScalingBack;
-    table[{phase, PhaseEvent::CriticalError, false}] = Phase::Failed;
+    table[{phase, Trigger::CriticalError, true}] = Phase::ScalingBack;
+    table[{phase, Trigger::CriticalError, false}] = Phase::Failed;
   }
   for (Phase phase : {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp, Phase::Expanding,
                       Phase::ScalingBack}) {
-    both(phase, PhaseEvent::CriticalError, Phase::Failed);
+    both(phase, Trigger::CriticalError, Phase::Failed);
   }
-  both(Phase::ScalingBack, PhaseEvent::ScaleBackDone, Phase::Failed);
+  both(Phase::ScalingBack, Trigger::ScaleBackDone, Phase::Failed);
   // A person's abort: only while every source claim is intact, and only from a phase whose
   // work scale_back_step can undo (not while the template update re-creates the object).
   for (Phase phase : {Phase::Planning, Phase::ScalingDown, Phase::BackingUp, Phase::Recreating}) {
-    table[{phase, PhaseEvent::Abort, true}] = Phase::ScalingBack;
+    table[{phase, Trigger::Abort, true}] = Phase::ScalingBack;
   }
   // A person's skip: only CleaningUp, whose remaining deletes can be left undone.
-  both(Phase::CleaningUp, PhaseEvent::Skip, Phase::Completed);
+  both(Phase::CleaningUp, Trigger::Skip, Phase::Completed);
   // A backup that may miss writes (the fence was broken): copied again before more deletes.
-  both(Phase::Recreating, PhaseEvent::BackupStale, Phase::BackingUp);
+  both(Phase::Recreating, Trigger::BackupStale, Phase::BackingUp);
   // A recreated claim given up before its restore was verified: created again.
-  both(Phase::Restoring, PhaseEvent::RecreateAgain, Phase::Recreating);
+  both(Phase::Restoring, Trigger::RecreateAgain, Phase::Recreating);
   return table;
 }
 
-std::string name(Phase from, PhaseEvent event, bool intact) {
+std::string name(Phase from, Trigger event, bool intact) {
   return std::string{to_string(from)} + " + " + std::string{to_string(event)} +
          (intact ? " [sources intact]" : " [sources lost]");
 }
@@ -85,7 +85,7 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
   const auto table = expected_table();
   int refused = 0;
   for (Phase from : kAllPhases) {
-    for (PhaseEvent event : kAllPhaseEvents) {
+    for (Trigger event : kAllTriggers) {
       for (bool intact : {true, false}) {
         if (table.contains({from, event, intact})) continue;
         SCOPED_TRACE(name(from, event, intact));
@@ -111,7 +111,7 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
   for (Phase phase : kAllPhases) failed_ins.push_back(phase);
   int resumed = 0;
   for (Phase from : kAllPhases) {
-    for (PhaseEvent event : kAllPhaseEvents) {
+    for (Trigger event : kAllTriggers) {
       for (bool intact : {true, false}) {
         for (const std::optional<Phase>& failed_in : failed_ins) {
           constexpr Phase kResumable[] = {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp};
@@ -119,7 +119,7 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
               failed_in && std::ranges::find(kResumable, *failed_in) != std::end(kResumable);
           PhaseMachine machine{from};
           auto next = machine.fire(event, intact, failed_in);
-          if (event == PhaseEvent::Resume) {
+          if (event == Trigger::Resume) {
             SCOPED_TRACE(name(from, event, intact) + " failed in " +
                          (failed_in ? std::string{to_string(*failed_in)} : "?"));
             ASSERT_EQ(next.has_value(), from == Phase::Failed && resumable);
@@ -145,30 +145,27 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
 }
 
 TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {
+  EXPECT_FALSE(PhaseMachine::allowed(Phase::BackingUp, Trigger::StepDone, true, Phase::Restoring));
   EXPECT_FALSE(
-      PhaseMachine::allowed(Phase::BackingUp, PhaseEvent::StepDone, true, Phase::Restoring));
-  EXPECT_FALSE(PhaseMachine::allowed(Phase::BackingUp, PhaseEvent::CriticalError, false,
-                                     Phase::ScalingBack));
+      PhaseMachine::allowed(Phase::BackingUp, Trigger::CriticalError, false, Phase::ScalingBack));
 }
 
 TEST(PhaseMachine, ConstructedAtAPhaseReportsItAndWalksTheCopyPathToCompleted) {
   for (Phase phase : kAllPhases) EXPECT_EQ(PhaseMachine{phase}.phase(), phase);
   PhaseMachine machine;
   EXPECT_EQ(machine.phase(), Phase::Pending);
-  ASSERT_TRUE(machine.fire(PhaseEvent::StartPlanning));
-  ASSERT_TRUE(machine.fire(PhaseEvent::PlannedCopy));
-  for (int i = 0; i < 6; ++i) ASSERT_TRUE(machine.fire(PhaseEvent::StepDone));
+  ASSERT_TRUE(machine.fire(Trigger::StartPlanning));
+  ASSERT_TRUE(machine.fire(Trigger::PlannedCopy));
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(machine.fire(Trigger::StepDone));
   EXPECT_EQ(machine.phase(), Phase::Completed);
-  EXPECT_FALSE(machine.fire(PhaseEvent::StepDone));
+  EXPECT_FALSE(machine.fire(Trigger::StepDone));
   EXPECT_EQ(machine.phase(), Phase::Completed);
 }
 
 TEST(PhaseMachine, RulesInterfaceAgreesWithAllowed) {
   const TransitionRules& rules = PhaseMachine::rules();
-  EXPECT_TRUE(
-      rules.allowed(Phase::Recreating, PhaseEvent::CriticalError, true, Phase::ScalingBack));
-  EXPECT_FALSE(
-      rules.allowed(Phase::Recreating, PhaseEvent::CriticalError, false, Phase::ScalingBack));
+  EXPECT_TRUE(rules.allowed(Phase::Recreating, Trigger::CriticalError, true, Phase::ScalingBack));
+  EXPECT_FALSE(rules.allowed(Phase::Recreating, Trigger::CriticalError, false, Phase::ScalingBack));
 }
 
 }  // namespace

@@ -16,36 +16,36 @@ using namespace testing;
 class TestJournal final : public StepJournal {
  public:
   explicit TestJournal(Operation& op) : op_(op), folder_(PhaseMachine::rules()) {
-    EXPECT_TRUE(folder_.apply(make_record(op, 1, op.started, events::Resumed{op})));
+    EXPECT_TRUE(folder_.apply(make_record(op, 1, op.started, entries::Resumed{op})));
     op_ = *folder_.state();
   }
   std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                           std::string_view detail) override {
     intents.push_back(std::string{action} + " " + to_string(target) + " " + std::string{detail});
-    return apply(events::ActionIntended{op_.phase, std::string{action}, to_string(target),
-                                        std::string{detail}});
+    return apply(entries::ActionIntended{op_.phase, std::string{action}, to_string(target),
+                                         std::string{detail}});
   }
-  std::expected<void, std::string> record(const Event& event) override {
+  std::expected<void, std::string> commit(const Entry& event) override {
     recorded.push_back(event);
     return apply(event);
   }
-  std::expected<void, std::string> note(const Event& event) override {
+  std::expected<void, std::string> append(const Entry& event) override {
     noted.push_back(event);
     return apply(event);
   }
   std::vector<std::string> intents;
-  std::vector<Event> recorded;
-  std::vector<Event> noted;
+  std::vector<Entry> recorded;
+  std::vector<Entry> noted;
 
  private:
-  std::expected<void, std::string> apply(const Event& event) {
+  std::expected<void, std::string> apply(const Entry& event) {
     auto applied = folder_.apply(make_record(op_, op_.last_sequence + 1, op_.started, event));
     if (!applied) return std::unexpected(applied.error().message);
     op_ = *folder_.state();
     return {};
   }
   Operation& op_;
-  Folder folder_;
+  ValidatingFold folder_;
 };
 
 class Steps : public ::testing::Test {
@@ -373,7 +373,7 @@ TEST_F(Steps, BackupWhileTheSetIsScaledUpWithEverySourceIntactIsCritical) {
       << outcome.message;
   EXPECT_EQ(world.kube.mutations(), before);
   // The machine turns that into ScalingBack while every source is intact.
-  EXPECT_EQ(PhaseMachine{Phase::BackingUp}.fire(PhaseEvent::CriticalError, op.sources_intact()),
+  EXPECT_EQ(PhaseMachine{Phase::BackingUp}.fire(Trigger::CriticalError, op.sources_intact()),
             Phase::ScalingBack);
 }
 
@@ -446,9 +446,9 @@ TEST_F(Steps, RecreateSendsAStaleBackupBackToBackingUpBeforeDeletingAnything) {
   world.settle(5);
   const StepOutcome outcome = run(&recreate_step);
   ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
-  EXPECT_EQ(outcome.event, PhaseEvent::BackupStale);
+  EXPECT_EQ(outcome.event, Trigger::BackupStale);
   EXPECT_EQ(world.kube.mutations(), 0);
-  EXPECT_EQ(PhaseMachine{Phase::Recreating}.fire(PhaseEvent::BackupStale), Phase::BackingUp);
+  EXPECT_EQ(PhaseMachine{Phase::Recreating}.fire(Trigger::BackupStale), Phase::BackingUp);
 }
 
 TEST_F(Steps, RecreateBeforeAnySourceDeleteRefusesAScaleUp) {
@@ -553,11 +553,11 @@ TEST_F(RestoringSteps, ARecreatedClaimDeletedBeforeItsRestoreIsGivenUpAndCreated
   for (int i = 0; i < 10 && outcome.is(StepOutcome::Kind::Waiting); ++i)
     outcome = run(&restore_step);
   ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
-  EXPECT_EQ(outcome.event, PhaseEvent::RecreateAgain);
+  EXPECT_EQ(outcome.event, Trigger::RecreateAgain);
   EXPECT_TRUE(op.claims[0].recreated_uid.empty());
   ASSERT_FALSE(journal->recorded.empty());
-  EXPECT_TRUE(std::holds_alternative<events::ClaimDiscarded>(journal->recorded.back()));
-  EXPECT_EQ(PhaseMachine{Phase::Restoring}.fire(PhaseEvent::RecreateAgain), Phase::Recreating);
+  EXPECT_TRUE(std::holds_alternative<entries::ClaimDiscarded>(journal->recorded.back()));
+  EXPECT_EQ(PhaseMachine{Phase::Restoring}.fire(Trigger::RecreateAgain), Phase::Recreating);
 }
 
 TEST_F(RestoringSteps, ARestoreThatCannotBePlacedGivesItsClaimUpAfterDeletingItsJob) {
@@ -598,7 +598,7 @@ TEST_F(RestoringSteps, ARestoreThatCannotBePlacedGivesItsClaimUpAfterDeletingIts
     outcome = run(&restore_step);
   }
   ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
-  EXPECT_EQ(outcome.event, PhaseEvent::RecreateAgain);
+  EXPECT_EQ(outcome.event, Trigger::RecreateAgain);
   EXPECT_TRUE(op.claims[0].recreated_uid.empty());
   bool deleted = false;
   for (const std::string& intent : journal->intents) {
@@ -618,7 +618,7 @@ TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {
   EXPECT_EQ(op.claims.size(), 6u);
   const StepOutcome outcome = run(&plan_step);
   ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done));
-  EXPECT_EQ(outcome.event, PhaseEvent::PlannedCopy);
+  EXPECT_EQ(outcome.event, Trigger::PlannedCopy);
   EXPECT_EQ(journal->recorded.size(), 1u);
 }
 

@@ -50,15 +50,15 @@ struct Rounds {
   bool terminal_fails = true;
 };
 
-// Reconciles shop/web with `engine` until `until` is reached, the cluster moving at `rounds.pace`
-// between two reconciles. Returns the last result; a Terminal one (when it fails) or reaching the
-// limit adds a test failure saying what was not reached, the last result and the operation's
-// annotations.
-inline ReconcileResult reconcile_until(Reconciler& engine, ResizeWorld& world, const Until& until,
-                                       Rounds rounds) {
+// Reconciles shop/web with `reconciler` until `until` is reached, the cluster moving at
+// `rounds.pace` between two reconciles. Returns the last result; a Terminal one (when it fails) or
+// reaching the limit adds a test failure saying what was not reached, the last result and the
+// operation's annotations.
+inline ReconcileResult reconcile_until(Reconciler& reconciler, ResizeWorld& world,
+                                       const Until& until, Rounds rounds) {
   ReconcileResult result;
   for (int round = 0; round < rounds.limit; ++round) {
-    result = engine.reconcile(kNs, kSts);
+    result = reconciler.reconcile(kNs, kSts);
     if (rounds.terminal_fails && result.is(ReconcileResult::Kind::Terminal)) {
       ADD_FAILURE() << "terminal while waiting for " << until.goal << ": " << result.message;
       return result;
@@ -79,8 +79,8 @@ inline ReconcileResult reconcile_until(Reconciler& engine, ResizeWorld& world, c
 }
 
 // Reconciles (the cluster settling 2 ticks in between) until idle; Terminal fails the test.
-inline void reconcile_to_idle(Reconciler& engine, ResizeWorld& world, int limit) {
-  reconcile_until(engine, world, idle(), {.limit = limit});
+inline void reconcile_to_idle(Reconciler& reconciler, ResizeWorld& world, int limit) {
+  reconcile_until(reconciler, world, idle(), {.limit = limit});
 }
 
 // What a command printed, and its exit code.

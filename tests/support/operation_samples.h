@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/operation.h"
 
 namespace stsresize::testing {
@@ -35,14 +35,14 @@ class JournalBuilder {
     op_.ns = "shop";
     op_.statefulset = "web";
   }
-  JournalBuilder& add(const Event& event) {
+  JournalBuilder& add(const Entry& event) {
     time_ += std::chrono::seconds{1};
     records_.push_back(
         make_record(op_, static_cast<std::int64_t>(records_.size()) + 1, time_, event));
     return *this;
   }
-  JournalBuilder& to(Phase from, Phase to, PhaseEvent event = PhaseEvent::StepDone) {
-    return add(events::PhaseChanged{from, to, event});
+  JournalBuilder& to(Phase from, Phase to, Trigger event = Trigger::StepDone) {
+    return add(entries::PhaseChanged{from, to, event});
   }
   std::vector<JournalRecord>& records() { return records_; }
   TimePoint time() const { return time_; }
@@ -58,28 +58,29 @@ inline std::vector<JournalRecord> copy_path_journal(int claims) {
   JournalBuilder b;
   std::vector<ClaimPlan> plan;
   for (int i = 0; i < claims; ++i) plan.push_back(sample_claim(i % 2 ? "logs" : "data", i / 2));
-  b.add(events::OperationStarted{"template grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, plan});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
-  b.add(events::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
+  b.add(entries::OperationStarted{"template grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, plan});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
+  b.add(
+      entries::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
   b.to(Phase::ScalingDown, Phase::BackingUp);
   for (const ClaimPlan& c : plan) {
-    b.add(events::ActionIntended{Phase::BackingUp, "create", "PVC " + c.claim, ""});
-    b.add(events::BackupVerified{c.claim, sample_summary(c.ordinal)});
+    b.add(entries::ActionIntended{Phase::BackingUp, "create", "PVC " + c.claim, ""});
+    b.add(entries::BackupVerified{c.claim, sample_summary(c.ordinal)});
   }
   b.to(Phase::BackingUp, Phase::Recreating);
   for (const ClaimPlan& c : plan) {
-    b.add(events::SourceDeleted{c.claim});
-    b.add(events::ClaimRecreated{c.claim, "new-" + c.claim});
+    b.add(entries::SourceDeleted{c.claim});
+    b.add(entries::ClaimRecreated{c.claim, "new-" + c.claim});
   }
   b.to(Phase::Recreating, Phase::Restoring);
   for (const ClaimPlan& c : plan)
-    b.add(events::RestoreVerified{c.claim, sample_summary(c.ordinal)});
+    b.add(entries::RestoreVerified{c.claim, sample_summary(c.ordinal)});
   b.to(Phase::Restoring, Phase::ScalingUp);
   b.to(Phase::ScalingUp, Phase::CleaningUp);
   b.to(Phase::CleaningUp, Phase::Completed);
-  b.add(events::OperationFinished{Phase::Completed});
+  b.add(entries::OperationFinished{Phase::Completed});
   return std::move(b.records());
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "tests/support/operation_samples.h"
 
 namespace stsresize::testing {
@@ -22,23 +22,23 @@ inline std::vector<JournalRecord> one_claim_copy(const std::string& id = "web-01
   JournalBuilder b{id};
   ClaimPlan claim = sample_claim("data", 0);
   claim.claim = "data-" + statefulset + "-0";
-  b.add(events::OperationStarted{"template grew", "sts-uid", 3});      // 1
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);    // 2
-  b.add(events::Planned{Path::Copy, {claim}});                         // 3
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);  // 4
-  b.to(Phase::ScalingDown, Phase::BackingUp);                          // 5
-  b.add(events::ActionIntended{Phase::BackingUp, "create",             // 6
-                               "Job shop/" + claim.claim + "-stsresize-backup", ""});
-  b.add(events::BackupVerified{claim.claim, realistic_summary()});   // 7
-  b.to(Phase::BackingUp, Phase::Recreating);                         // 8
-  b.add(events::SourceDeleted{claim.claim});                         // 9
-  b.add(events::ClaimRecreated{claim.claim, "uid-new"});             // 10
-  b.to(Phase::Recreating, Phase::Restoring);                         // 11
-  b.add(events::RestoreVerified{claim.claim, realistic_summary()});  // 12
-  b.to(Phase::Restoring, Phase::ScalingUp);                          // 13
-  b.to(Phase::ScalingUp, Phase::CleaningUp);                         // 14
-  b.to(Phase::CleaningUp, Phase::Completed);                         // 15
-  b.add(events::OperationFinished{Phase::Completed});                // 16
+  b.add(entries::OperationStarted{"template grew", "sts-uid", 3});  // 1
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);    // 2
+  b.add(entries::Planned{Path::Copy, {claim}});                     // 3
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);  // 4
+  b.to(Phase::ScalingDown, Phase::BackingUp);                       // 5
+  b.add(entries::ActionIntended{Phase::BackingUp, "create",         // 6
+                                "Job shop/" + claim.claim + "-stsresize-backup", ""});
+  b.add(entries::BackupVerified{claim.claim, realistic_summary()});   // 7
+  b.to(Phase::BackingUp, Phase::Recreating);                          // 8
+  b.add(entries::SourceDeleted{claim.claim});                         // 9
+  b.add(entries::ClaimRecreated{claim.claim, "uid-new"});             // 10
+  b.to(Phase::Recreating, Phase::Restoring);                          // 11
+  b.add(entries::RestoreVerified{claim.claim, realistic_summary()});  // 12
+  b.to(Phase::Restoring, Phase::ScalingUp);                           // 13
+  b.to(Phase::ScalingUp, Phase::CleaningUp);                          // 14
+  b.to(Phase::CleaningUp, Phase::Completed);                          // 15
+  b.add(entries::OperationFinished{Phase::Completed});                // 16
   std::vector<JournalRecord> records = std::move(b.records());
   for (JournalRecord& record : records) {
     record.statefulset = statefulset;

@@ -2,7 +2,7 @@
 // A whole simulated cluster with one StatefulSet to resize: "shop/web", 3 replicas, templates
 // `data` and `logs`, pods Ready, every claim with its own file contents; then the templates
 // raised (as a user's orphan-delete + re-create with bigger templates would leave it), or, with
-// Trigger::Request, the stsresize.dev/resize annotation asking for the bigger size.
+// ResizeTrigger::Request, the stsresize.dev/resize annotation asking for the bigger size.
 #include <map>
 #include <memory>
 #include <string>
@@ -21,7 +21,7 @@ inline constexpr const char* kNs = "shop";
 inline constexpr const char* kSts = "web";
 inline constexpr int kReplicas = 3;
 
-enum class Trigger { Template, Request };
+enum class ResizeTrigger { Template, Request };
 
 struct ResizeWorld {
   ManualClock clock;
@@ -54,7 +54,7 @@ struct ResizeWorld {
 
   // Builds the cluster; the templates (or the request annotation) ask for `to_size` afterwards.
   void seed(bool expandable, const std::string& to_size = "2Gi",
-            Trigger trigger = Trigger::Template) {
+            ResizeTrigger trigger = ResizeTrigger::Template) {
     kube.system().create(Kind::StorageClass, Json{{"apiVersion", "storage.k8s.io/v1"},
                                                   {"kind", "StorageClass"},
                                                   {"metadata", {{"name", "standard"}}},
@@ -90,7 +90,7 @@ struct ResizeWorld {
       for (const auto& [path, bytes] : files) cluster.write_file(claim(name), path, bytes);
       original_files[name] = files;
     }
-    if (trigger == Trigger::Request) {
+    if (trigger == ResizeTrigger::Request) {
       request(Json{{"data", {{"storage", to_size}}}, {"logs", {{"storage", to_size}}}}.dump());
       return;
     }

@@ -72,7 +72,7 @@ class AdvanceCommand : public ::testing::Test {
       op.path = Path::Copy;
       op.original_replicas = 3;
       if (phase == Phase::Failed) op.failure = "copy Job data-web-0-stsresize-backup failed";
-      if (to) op.awaiting = AwaitedApproval{phase, *to, PhaseEvent::StepDone};
+      if (to) op.awaiting = AwaitedApproval{phase, *to, Trigger::StepDone};
       if (change) change(op);
       live = with_operation(live, op);
       live["metadata"]["annotations"][std::string{kModeAnnotation}] = mode;

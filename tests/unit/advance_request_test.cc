@@ -33,14 +33,14 @@ TEST(ApprovalMode, AbsentIsAutoAndAnUnknownValueIsManualWithAReason) {
 TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOneIntoRecreating) {
   for (const Phase from : kAllPhases) {
     for (const Phase to : kAllPhases) {
-      for (const PhaseEvent event : {PhaseEvent::StepDone, PhaseEvent::PlannedCopy}) {
+      for (const Trigger event : {Trigger::StepDone, Trigger::PlannedCopy}) {
         EXPECT_FALSE(needs_approval(ApprovalMode::Auto, from, to, event));
         EXPECT_TRUE(needs_approval(ApprovalMode::Manual, from, to, event));
         EXPECT_EQ(needs_approval(ApprovalMode::Step, from, to, event), to == Phase::Recreating);
       }
       // Error transitions protect the data: they never wait.
-      for (const PhaseEvent event : {PhaseEvent::CriticalError, PhaseEvent::ScaleBackDone,
-                                     PhaseEvent::Abort, PhaseEvent::Skip}) {
+      for (const Trigger event :
+           {Trigger::CriticalError, Trigger::ScaleBackDone, Trigger::Abort, Trigger::Skip}) {
         EXPECT_FALSE(needs_approval(ApprovalMode::Manual, from, to, event));
         EXPECT_FALSE(needs_approval(ApprovalMode::Step, from, to, event));
       }
@@ -106,7 +106,7 @@ Operation waiting_operation() {
   op.statefulset = "web";
   op.sts_uid = "uid";
   op.phase = Phase::BackingUp;
-  op.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone};
+  op.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, Trigger::StepDone};
   return op;
 }
 

@@ -11,7 +11,7 @@
 #include "adapters/app/exit_codes.h"
 #include "adapters/runtime/leader_election.h"
 #include "engine/actions/request.h"
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/k8s_objects.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
@@ -96,11 +96,11 @@ class ApplyLocally : public ::testing::Test {
   std::optional<AwaitedApproval> waiting() { return awaiting(world); }
   std::string operation_id() { return (*read_operation(world.live_sts()))->id; }
 
-  std::vector<Event> stream(MemoryJournal& journal, const std::string& id) {
-    std::vector<Event> out;
+  std::vector<Entry> stream(MemoryJournal& journal, const std::string& id) {
+    std::vector<Entry> out;
     auto records = journal.read(id);
     EXPECT_TRUE(records);
-    for (const JournalRecord& record : *records) out.push_back(*decode_event(record));
+    for (const JournalRecord& record : *records) out.push_back(*decode_entry(record));
     return out;
   }
 };
@@ -108,13 +108,12 @@ class ApplyLocally : public ::testing::Test {
 TEST_F(ApplyLocally, ApprovalRunsToTheNextWaitThenTheControllerGoesOnWithItsOwnJournal) {
   controller_runs_to_idle();
   ASSERT_EQ(waiting(),
-            (AwaitedApproval{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy}));
+            (AwaitedApproval{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy}));
   const std::string id = operation_id();
 
   auto [code, out, err] = apply({.approve = true}, settings());
   ASSERT_EQ(code, cli::kExitOk) << out << err;
-  EXPECT_EQ(waiting(),
-            (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, PhaseEvent::StepDone}))
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}))
       << out;
   EXPECT_NE(out.find("took the Lease stsresize-system/stsresize-leader as "
                      "advance-local:alice@laptop"),
@@ -128,10 +127,10 @@ TEST_F(ApplyLocally, ApprovalRunsToTheNextWaitThenTheControllerGoesOnWithItsOwnJ
   // The local journal starts from the annotation and holds the approval with alice's name.
   const auto local = stream(local_journal, id);
   ASSERT_FALSE(local.empty());
-  EXPECT_TRUE(std::holds_alternative<events::Resumed>(local.front()));
+  EXPECT_TRUE(std::holds_alternative<entries::Resumed>(local.front()));
   bool approved = false;
-  for (const Event& event : local) {
-    if (const auto* action = std::get_if<events::OperatorAction>(&event)) {
+  for (const Entry& event : local) {
+    if (const auto* action = std::get_if<entries::OperatorAction>(&event)) {
       approved = action->action == "approve" && action->by == "alice" &&
                  action->nonce == "nonce-local" && action->refused.empty();
     }
@@ -142,8 +141,7 @@ TEST_F(ApplyLocally, ApprovalRunsToTheNextWaitThenTheControllerGoesOnWithItsOwnJ
   // The controller comes back with its own journal, one transition behind the annotation.
   ASSERT_TRUE(approve_waiting(world, "bob", "nonce-bob"));
   controller_runs_to_idle();
-  EXPECT_EQ(waiting(),
-            (AwaitedApproval{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::BackingUp, Phase::Recreating, Trigger::StepDone}));
   auto folded = fold(*controller_journal.read(id), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
   EXPECT_EQ(folded->phase, Phase::BackingUp);
@@ -181,8 +179,7 @@ TEST_F(ApplyLocally, ALeaseNobodyRenewsIsWaitedOutThenTaken) {
   auto [code, out, err] = apply({.approve = true}, settings());
   ASSERT_EQ(code, cli::kExitOk) << out << err;
   EXPECT_NE(out.find("not renewed since: waiting up to 17s"), std::string::npos) << out;
-  EXPECT_EQ(waiting(),
-            (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, PhaseEvent::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
   EXPECT_EQ(lease_holder(), "");
 }
 
@@ -199,8 +196,7 @@ TEST_F(ApplyLocally, TimeoutStopsBetweenStepsAndTheControllerResumes) {
   EXPECT_FALSE(waiting()) << "stopped mid-way, in ScalingDown";
 
   controller_runs_to_idle();
-  EXPECT_EQ(waiting(),
-            (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, PhaseEvent::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
 }
 
 TEST_F(ApplyLocally, ASignalStopsBetweenStepsWithExit6) {
@@ -238,11 +234,10 @@ TEST_F(ApplyLocally, AnApprovalLeftPendingIsTheOneTakenHere) {
                      "took it"),
             std::string::npos)
       << out;
-  EXPECT_EQ(waiting(),
-            (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, PhaseEvent::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
   bool by_carol = false;
-  for (const Event& event : stream(local_journal, operation_id())) {
-    if (const auto* action = std::get_if<events::OperatorAction>(&event)) {
+  for (const Entry& event : stream(local_journal, operation_id())) {
+    if (const auto* action = std::get_if<entries::OperatorAction>(&event)) {
       by_carol = action->by == "carol" && action->nonce == "nonce-carol" && action->refused.empty();
     }
   }

@@ -1,4 +1,4 @@
-#include "engine/events.h"
+#include "engine/fold.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@ using testing::JournalBuilder;
 using testing::sample_claim;
 using testing::sample_summary;
 
-std::vector<Event> one_of_each() {
+std::vector<Entry> one_of_each() {
   Operation snapshot;
   snapshot.id = "web-0123abcd";
   snapshot.ns = "shop";
@@ -26,53 +26,53 @@ std::vector<Event> one_of_each() {
   snapshot.statefulset_recreated = true;
   snapshot.warning = "pods slow to become Ready";
   return {
-      events::OperationStarted{"grew", "uid-1", 3},
-      events::TemplateUpdateRequested{snapshot.template_changes},
-      events::DefinitionSaved{"stsresize-web-definition",
-                              Json{{"kind", "StatefulSet"}, {"metadata", {{"name", "web"}}}}},
-      events::StatefulSetRecreated{"uid-2"},
-      events::Planned{Path::Copy, {sample_claim("data", 0), sample_claim("logs", 1)}},
-      events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy},
-      events::ActionIntended{Phase::BackingUp, "create", "Job shop/x", "backup"},
-      events::BackupVerified{"data-web-0", sample_summary(1)},
-      events::SourceDeleted{"data-web-0"},
-      events::ClaimRecreated{"data-web-0", "uid-2"},
-      events::RestoreVerified{"data-web-0", sample_summary(2)},
-      events::ClaimExpanded{"data-web-0"},
-      events::StepFailed{Phase::BackingUp, "copy job failed", true},
-      events::Resumed{snapshot},
-      events::OperationFinished{Phase::Failed},
-      events::ApprovalAwaited{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone, "step"},
-      events::OperatorAction{"approve", Phase::BackingUp, "alice", "2027-01-15T08:00:00Z", "n1",
-                             "it approves another operation"},
+      entries::OperationStarted{"grew", "uid-1", 3},
+      entries::TemplateUpdateRequested{snapshot.template_changes},
+      entries::DefinitionSaved{"stsresize-web-definition",
+                               Json{{"kind", "StatefulSet"}, {"metadata", {{"name", "web"}}}}},
+      entries::StatefulSetRecreated{"uid-2"},
+      entries::Planned{Path::Copy, {sample_claim("data", 0), sample_claim("logs", 1)}},
+      entries::PhaseChanged{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy},
+      entries::ActionIntended{Phase::BackingUp, "create", "Job shop/x", "backup"},
+      entries::BackupVerified{"data-web-0", sample_summary(1)},
+      entries::SourceDeleted{"data-web-0"},
+      entries::ClaimRecreated{"data-web-0", "uid-2"},
+      entries::RestoreVerified{"data-web-0", sample_summary(2)},
+      entries::ClaimExpanded{"data-web-0"},
+      entries::StepFailed{Phase::BackingUp, "copy job failed", true},
+      entries::Resumed{snapshot},
+      entries::OperationFinished{Phase::Failed},
+      entries::ApprovalAwaited{Phase::BackingUp, Phase::Recreating, Trigger::StepDone, "step"},
+      entries::OperatorAction{"approve", Phase::BackingUp, "alice", "2027-01-15T08:00:00Z", "n1",
+                              "it approves another operation"},
   };
 }
 
 TEST(EventCodec, EveryEventTypeSurvivesEncodeAndDecode) {
-  for (const Event& event : one_of_each()) {
-    SCOPED_TRACE(std::string{event_type(event)});
-    const Json data = encode_event_data(event);
-    auto decoded = decode_event(event_type(event), Json::parse(data.dump()));
+  for (const Entry& event : one_of_each()) {
+    SCOPED_TRACE(std::string{entry_type(event)});
+    const Json data = encode_entry_data(event);
+    auto decoded = decode_entry(entry_type(event), Json::parse(data.dump()));
     ASSERT_TRUE(decoded.has_value()) << decoded.error();
     EXPECT_EQ(*decoded, event);
   }
 }
 
 TEST(EventCodec, RefusesUnknownTypeExtraMissingAndMistypedFields) {
-  EXPECT_FALSE(decode_event("Teleported", Json::object()));
-  Json extra = encode_event_data(events::SourceDeleted{"c"});
+  EXPECT_FALSE(decode_entry("Teleported", Json::object()));
+  Json extra = encode_entry_data(entries::SourceDeleted{"c"});
   extra["bonus"] = 1;
-  auto e1 = decode_event("SourceDeleted", extra);
+  auto e1 = decode_entry("SourceDeleted", extra);
   ASSERT_FALSE(e1);
   EXPECT_NE(e1.error().find("unknown field \"bonus\""), std::string::npos) << e1.error();
-  auto e2 = decode_event("ClaimRecreated", Json{{"claim", "c"}});
+  auto e2 = decode_entry("ClaimRecreated", Json{{"claim", "c"}});
   ASSERT_FALSE(e2);
   EXPECT_NE(e2.error().find("missing field \"uid\""), std::string::npos) << e2.error();
   auto e3 =
-      decode_event("StepFailed", Json{{"phase", "BackingUp"}, {"reason", "x"}, {"critical", 1}});
+      decode_entry("StepFailed", Json{{"phase", "BackingUp"}, {"reason", "x"}, {"critical", 1}});
   ASSERT_FALSE(e3);
   EXPECT_NE(e3.error().find("\"critical\" must be a boolean"), std::string::npos) << e3.error();
-  auto e4 = decode_event("PhaseChanged",
+  auto e4 = decode_entry("PhaseChanged",
                          Json{{"from", "Nowhere"}, {"to", "Planning"}, {"event", "StepDone"}});
   ASSERT_FALSE(e4);
   EXPECT_NE(e4.error().find("Nowhere"), std::string::npos) << e4.error();
@@ -82,30 +82,30 @@ TEST(EventCodec, RefusesUnknownTypeExtraMissingAndMistypedFields) {
 // before the entry table replaced it.
 TEST(EventCodec, WritesTheBytesEarlierVersionsWrote) {
   const TreeSummary summary{2, 512, "ab"};
-  EXPECT_EQ(encode_event_data(events::OperationStarted{"grew", "uid-1", 3}).dump(),
+  EXPECT_EQ(encode_entry_data(entries::OperationStarted{"grew", "uid-1", 3}).dump(),
             R"({"originalReplicas":3,"stsUid":"uid-1","trigger":"grew"})");
-  EXPECT_EQ(encode_event_data(
-                events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy})
+  EXPECT_EQ(encode_entry_data(
+                entries::PhaseChanged{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy})
                 .dump(),
             R"({"event":"PlannedCopy","from":"Planning","to":"ScalingDown"})");
-  EXPECT_EQ(encode_event_data(events::BackupVerified{"c", summary, 0}).dump(),
+  EXPECT_EQ(encode_entry_data(entries::BackupVerified{"c", summary, 0}).dump(),
             R"({"claim":"c","summary":{"bytes":512,"digest":"ab","files":2}})");
-  EXPECT_EQ(encode_event_data(events::BackupVerified{"c", summary, 7}).dump(),
+  EXPECT_EQ(encode_entry_data(entries::BackupVerified{"c", summary, 7}).dump(),
             R"({"claim":"c","generation":7,"summary":{"bytes":512,"digest":"ab","files":2}})");
   EXPECT_EQ(
-      encode_event_data(events::OperatorAction{"skip", Phase::Expanding, "alice", "t", "n1", ""})
+      encode_entry_data(entries::OperatorAction{"skip", Phase::Expanding, "alice", "t", "n1", ""})
           .dump(),
       R"({"action":"skip","at":"t","by":"alice","nonce":"n1","phase":"Expanding","refused":""})");
-  EXPECT_EQ(encode_event_data(events::Planned{Path::Copy, {}}).dump(),
+  EXPECT_EQ(encode_entry_data(entries::Planned{Path::Copy, {}}).dump(),
             R"({"claims":[],"path":"Copy"})");
 
   // The generation that later versions added: absent reads as 0, present must be positive.
-  Json present = encode_event_data(events::BackupVerified{"c", summary, 7});
+  Json present = encode_entry_data(entries::BackupVerified{"c", summary, 7});
   present["generation"] = 0;
-  auto zero = decode_event("BackupVerified", present);
+  auto zero = decode_entry("BackupVerified", present);
   ASSERT_FALSE(zero);
   EXPECT_NE(zero.error().find("generation must be positive"), std::string::npos) << zero.error();
-  auto replicas = decode_event(
+  auto replicas = decode_entry(
       "OperationStarted",
       Json{{"trigger", ""}, {"stsUid", "u"}, {"originalReplicas", std::int64_t{1} << 31}});
   ASSERT_FALSE(replicas);
@@ -115,17 +115,17 @@ TEST(EventCodec, WritesTheBytesEarlierVersionsWrote) {
 
 TEST(Fold, AnAwaitedApprovalIsClearedByThePhaseChangeItHeld) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid-1", 3});
-  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.add(events::ApprovalAwaited{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy,
-                                "manual"});
+  b.add(entries::OperationStarted{"grew", "uid-1", 3});
+  b.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::ApprovalAwaited{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy,
+                                 "manual"});
   auto waiting = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(waiting) << waiting.error().message;
   EXPECT_EQ(waiting->awaiting,
-            (AwaitedApproval{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy}));
-  b.add(events::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", ""});
-  b.add(events::PhaseChanged{Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy});
+            (AwaitedApproval{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy}));
+  b.add(entries::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", ""});
+  b.add(entries::PhaseChanged{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy});
   auto moved = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(moved) << moved.error().message;
   EXPECT_FALSE(moved->awaiting);
@@ -133,21 +133,21 @@ TEST(Fold, AnAwaitedApprovalIsClearedByThePhaseChangeItHeld) {
 
 TEST(Fold, RefusesAnApprovalNothingAwaitedAndAWaitTheMachineDoesNotAllow) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid-1", 3});
-  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  b.add(entries::OperationStarted{"grew", "uid-1", 3});
+  b.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
   JournalBuilder accepted = b;
-  accepted.add(events::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", ""});
+  accepted.add(entries::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", ""});
   auto e1 = fold(accepted.records(), PhaseMachine::rules());
   ASSERT_FALSE(e1);
   EXPECT_NE(e1.error().message.find("no transition from it awaited approval"), std::string::npos)
       << e1.error().message;
   // A refused one is only history: it folds anywhere.
   JournalBuilder refused = b;
-  refused.add(events::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", "stale"});
+  refused.add(entries::OperatorAction{"approve", Phase::Planning, "alice", "t", "n1", "stale"});
   EXPECT_TRUE(fold(refused.records(), PhaseMachine::rules()));
   JournalBuilder skipping = b;
   skipping.add(
-      events::ApprovalAwaited{Phase::Planning, Phase::Restoring, PhaseEvent::StepDone, "manual"});
+      entries::ApprovalAwaited{Phase::Planning, Phase::Restoring, Trigger::StepDone, "manual"});
   auto e2 = fold(skipping.records(), PhaseMachine::rules());
   ASSERT_FALSE(e2);
   EXPECT_NE(e2.error().message.find("does not allow or never holds"), std::string::npos)
@@ -156,12 +156,12 @@ TEST(Fold, RefusesAnApprovalNothingAwaitedAndAWaitTheMachineDoesNotAllow) {
 
 TEST(Fold, AnAcceptedAbortFoldsOnlyWhereAnAbortIsAllowed) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid-1", 3});
-  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
-  b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
-  b.add(events::PhaseChanged{Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand});
+  b.add(entries::OperationStarted{"grew", "uid-1", 3});
+  b.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
+  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.add(entries::PhaseChanged{Phase::Planning, Phase::Expanding, Trigger::PlannedExpand});
   JournalBuilder expanding = b;
-  expanding.add(events::OperatorAction{"abort", Phase::Expanding, "alice", "t", "n1", ""});
+  expanding.add(entries::OperatorAction{"abort", Phase::Expanding, "alice", "t", "n1", ""});
   auto refused = fold(expanding.records(), PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("OperatorAction abort accepted in phase Expanding"),
@@ -169,12 +169,12 @@ TEST(Fold, AnAcceptedAbortFoldsOnlyWhereAnAbortIsAllowed) {
       << refused.error().message;
 
   JournalBuilder planning;
-  planning.add(events::OperationStarted{"grew", "uid-1", 3});
-  planning.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
-  planning.add(events::OperatorAction{"abort", Phase::Planning, "alice", "t", "n1", ""});
-  planning.add(events::StepFailed{Phase::Planning, "aborted by alice in Planning", true});
-  planning.add(events::PhaseChanged{Phase::Planning, Phase::ScalingBack, PhaseEvent::Abort});
-  planning.add(events::PhaseChanged{Phase::ScalingBack, Phase::Failed, PhaseEvent::ScaleBackDone});
+  planning.add(entries::OperationStarted{"grew", "uid-1", 3});
+  planning.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
+  planning.add(entries::OperatorAction{"abort", Phase::Planning, "alice", "t", "n1", ""});
+  planning.add(entries::StepFailed{Phase::Planning, "aborted by alice in Planning", true});
+  planning.add(entries::PhaseChanged{Phase::Planning, Phase::ScalingBack, Trigger::Abort});
+  planning.add(entries::PhaseChanged{Phase::ScalingBack, Phase::Failed, Trigger::ScaleBackDone});
   auto aborted = fold(planning.records(), PhaseMachine::rules());
   ASSERT_TRUE(aborted) << aborted.error().message;
   EXPECT_EQ(aborted->phase, Phase::Failed);
@@ -183,19 +183,19 @@ TEST(Fold, AnAcceptedAbortFoldsOnlyWhereAnAbortIsAllowed) {
 
 TEST(Fold, AnAcceptedRetryFoldsOnlyOnAFailedOperationWithItsSourcesIntact) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid-1", 3});
-  b.add(events::PhaseChanged{Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning});
+  b.add(entries::OperationStarted{"grew", "uid-1", 3});
+  b.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
   JournalBuilder running = b;
-  running.add(events::OperatorAction{"retry", Phase::Planning, "alice", "t", "n1", ""});
+  running.add(entries::OperatorAction{"retry", Phase::Planning, "alice", "t", "n1", ""});
   auto refused = fold(running.records(), PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("OperatorAction retry accepted in phase Planning"),
             std::string::npos)
       << refused.error().message;
-  b.add(events::StepFailed{Phase::Planning, "no plan", true});
-  b.add(events::PhaseChanged{Phase::Planning, Phase::Failed, PhaseEvent::CriticalError});
-  b.add(events::OperationFinished{Phase::Failed});
-  b.add(events::OperatorAction{"retry", Phase::Failed, "alice", "t", "n2", ""});
+  b.add(entries::StepFailed{Phase::Planning, "no plan", true});
+  b.add(entries::PhaseChanged{Phase::Planning, Phase::Failed, Trigger::CriticalError});
+  b.add(entries::OperationFinished{Phase::Failed});
+  b.add(entries::OperatorAction{"retry", Phase::Failed, "alice", "t", "n2", ""});
   auto retried = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(retried) << retried.error().message;
   EXPECT_EQ(retried->phase, Phase::Failed);
@@ -207,7 +207,7 @@ std::vector<JournalRecord> until_cleaning_up() {
   records.resize(records.size() - 2);  // PhaseChanged CleaningUp -> Completed, OperationFinished
   return records;
 }
-void append(std::vector<JournalRecord>& records, const Event& event) {
+void append(std::vector<JournalRecord>& records, const Entry& event) {
   Operation op;
   op.id = records.back().operation_id;
   op.ns = records.back().ns;
@@ -218,9 +218,9 @@ void append(std::vector<JournalRecord>& records, const Event& event) {
 
 TEST(Fold, AnAcceptedSkipOfCleaningUpEndsCompletedAndReplayShowsIt) {
   auto records = until_cleaning_up();
-  append(records, events::OperatorAction{"skip", Phase::CleaningUp, "alice", "t", "n1", ""});
-  append(records, events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip});
-  append(records, events::OperationFinished{Phase::Completed});
+  append(records, entries::OperatorAction{"skip", Phase::CleaningUp, "alice", "t", "n1", ""});
+  append(records, entries::PhaseChanged{Phase::CleaningUp, Phase::Completed, Trigger::Skip});
+  append(records, entries::OperationFinished{Phase::Completed});
   auto skipped = fold(records, PhaseMachine::rules());
   ASSERT_TRUE(skipped) << skipped.error().message;
   EXPECT_EQ(skipped->phase, Phase::Completed);
@@ -245,7 +245,7 @@ TEST(Fold, AnAcceptedSkipOfCleaningUpEndsCompletedAndReplayShowsIt) {
 TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
   // The engine never skips on its own: a PhaseChanged on Skip follows an accepted skip.
   auto alone = until_cleaning_up();
-  append(alone, events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip});
+  append(alone, entries::PhaseChanged{Phase::CleaningUp, Phase::Completed, Trigger::Skip});
   auto refused = fold(alone, PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("on Skip without a person's accepted skip"),
@@ -254,9 +254,8 @@ TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
 
   auto after_refusal = until_cleaning_up();
   append(after_refusal,
-         events::OperatorAction{"skip", Phase::CleaningUp, "bob", "t", "n1", "no reason"});
-  append(after_refusal,
-         events::PhaseChanged{Phase::CleaningUp, Phase::Completed, PhaseEvent::Skip});
+         entries::OperatorAction{"skip", Phase::CleaningUp, "bob", "t", "n1", "no reason"});
+  append(after_refusal, entries::PhaseChanged{Phase::CleaningUp, Phase::Completed, Trigger::Skip});
   EXPECT_FALSE(fold(after_refusal, PhaseMachine::rules()));
 
   // Restoring is not on the allow-list, whatever the journal says.
@@ -265,7 +264,7 @@ TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
   auto folded = fold(restoring, PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
   ASSERT_EQ(folded->phase, Phase::Restoring);
-  append(restoring, events::OperatorAction{"skip", Phase::Restoring, "alice", "t", "n1", ""});
+  append(restoring, entries::OperatorAction{"skip", Phase::Restoring, "alice", "t", "n1", ""});
   auto in_restoring = fold(restoring, PhaseMachine::rules());
   ASSERT_FALSE(in_restoring);
   EXPECT_NE(in_restoring.error().message.find("OperatorAction skip accepted in phase Restoring"),
@@ -274,7 +273,7 @@ TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
 
   // A skip of another phase than the current one is not accepted either.
   auto other_phase = until_cleaning_up();
-  append(other_phase, events::OperatorAction{"skip", Phase::ScalingUp, "alice", "t", "n1", ""});
+  append(other_phase, entries::OperatorAction{"skip", Phase::ScalingUp, "alice", "t", "n1", ""});
   EXPECT_FALSE(fold(other_phase, PhaseMachine::rules()));
 }
 
@@ -283,19 +282,19 @@ TEST(Fold, RefusesASkipWithoutAPersonsAcceptedSkipOrOutsideCleaningUp) {
 // failed in.
 TEST(Fold, AResumeLeavesFailedOnlyRightAfterAnAcceptedRetryAndOnlyToThePhaseItFailedIn) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
-  b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+  b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
   b.to(Phase::BackingUp, Phase::Recreating);
-  b.add(events::SourceDeleted{"data-web-0"});
-  b.add(events::ClaimRecreated{"data-web-0", "new-uid"});
+  b.add(entries::SourceDeleted{"data-web-0"});
+  b.add(entries::ClaimRecreated{"data-web-0", "new-uid"});
   b.to(Phase::Recreating, Phase::Restoring);
-  b.add(events::StepFailed{Phase::Restoring, "copy Job failed", true});
-  b.to(Phase::Restoring, Phase::Failed, PhaseEvent::CriticalError);
-  b.add(events::OperationFinished{Phase::Failed});
+  b.add(entries::StepFailed{Phase::Restoring, "copy Job failed", true});
+  b.to(Phase::Restoring, Phase::Failed, Trigger::CriticalError);
+  b.add(entries::OperationFinished{Phase::Failed});
   auto failed = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(failed) << failed.error().message;
   EXPECT_EQ(failed->failed_in, Phase::Restoring);
@@ -307,36 +306,36 @@ TEST(Fold, AResumeLeavesFailedOnlyRightAfterAnAcceptedRetryAndOnlyToThePhaseItFa
     EXPECT_EQ(refused.error().sequence, static_cast<std::int64_t>(builder.records().size()));
     EXPECT_NE(refused.error().message.find(fragment), std::string::npos) << refused.error().message;
   };
-  const events::OperatorAction retry{"retry", Phase::Failed, "alice", "t", "n1", ""};
+  const entries::OperatorAction retry{"retry", Phase::Failed, "alice", "t", "n1", ""};
   {
     JournalBuilder no_action = b;
-    no_action.to(Phase::Failed, Phase::Restoring, PhaseEvent::Resume);
+    no_action.to(Phase::Failed, Phase::Restoring, Trigger::Resume);
     refused_at_end(no_action, "without an accepted OperatorAction retry");
   }
   {
     JournalBuilder other_phase = b;
     other_phase.add(retry);
-    other_phase.to(Phase::Failed, Phase::ScalingUp, PhaseEvent::Resume);
+    other_phase.to(Phase::Failed, Phase::ScalingUp, Trigger::Resume);
     refused_at_end(other_phase, "refused by the state machine");
   }
   {
     JournalBuilder between = b;
     between.add(retry);
-    between.add(events::ActionIntended{Phase::Failed, "delete", "Job shop/x", ""});
+    between.add(entries::ActionIntended{Phase::Failed, "delete", "Job shop/x", ""});
     refused_at_end(between, "right after an accepted retry");
   }
   b.add(retry);
-  b.to(Phase::Failed, Phase::Restoring, PhaseEvent::Resume);
+  b.to(Phase::Failed, Phase::Restoring, Trigger::Resume);
   auto resumed = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(resumed) << resumed.error().message;
   EXPECT_EQ(resumed->phase, Phase::Restoring);
   EXPECT_EQ(resumed->failed_in, std::nullopt);
   EXPECT_EQ(resumed->failure, "");
-  b.add(events::RestoreVerified{"data-web-0", sample_summary(0)});
+  b.add(entries::RestoreVerified{"data-web-0", sample_summary(0)});
   b.to(Phase::Restoring, Phase::ScalingUp);
   b.to(Phase::ScalingUp, Phase::CleaningUp);
   b.to(Phase::CleaningUp, Phase::Completed);
-  b.add(events::OperationFinished{Phase::Completed});
+  b.add(entries::OperationFinished{Phase::Completed});
   auto completed = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(completed) << completed.error().message;
   EXPECT_EQ(completed->phase, Phase::Completed);
@@ -380,9 +379,9 @@ TEST(Fold, RefusesADuplicateSequence) {
 
 TEST(Fold, RefusesATransitionTheMachineWouldRefuseAndNamesItsSequence) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.to(Phase::Planning, Phase::Restoring, PhaseEvent::StepDone);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.to(Phase::Planning, Phase::Restoring, Trigger::StepDone);
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_FALSE(op);
   EXPECT_EQ(op.error().sequence, 3);
@@ -391,8 +390,8 @@ TEST(Fold, RefusesATransitionTheMachineWouldRefuseAndNamesItsSequence) {
 
 TEST(Fold, RefusesAPhaseChangeFromAnotherPhaseThanTheCurrentOne) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_FALSE(op);
   EXPECT_EQ(op.error().sequence, 2);
@@ -400,7 +399,7 @@ TEST(Fold, RefusesAPhaseChangeFromAnotherPhaseThanTheCurrentOne) {
 
 TEST(Fold, RefusesAJournalThatDoesNotStartWithOperationStartedOrResumed) {
   JournalBuilder b;
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_FALSE(op);
   EXPECT_EQ(op.error().sequence, 1);
@@ -408,13 +407,13 @@ TEST(Fold, RefusesAJournalThatDoesNotStartWithOperationStartedOrResumed) {
 
 TEST(Fold, RefusesASourceDeletedBeforeItsBackupWasVerified) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
   b.to(Phase::BackingUp, Phase::Recreating);
-  b.add(events::SourceDeleted{"data-web-0"});
+  b.add(entries::SourceDeleted{"data-web-0"});
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_FALSE(op);
   EXPECT_EQ(op.error().sequence, 7);
@@ -423,25 +422,25 @@ TEST(Fold, RefusesASourceDeletedBeforeItsBackupWasVerified) {
 
 TEST(Fold, CriticalErrorWithDeletedSourcesMayOnlyLeadToFailed) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
-  b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+  b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
   b.to(Phase::BackingUp, Phase::Recreating);
-  b.add(events::SourceDeleted{"data-web-0"});
-  b.add(events::StepFailed{Phase::Recreating, "pending too long", true});
+  b.add(entries::SourceDeleted{"data-web-0"});
+  b.add(entries::StepFailed{Phase::Recreating, "pending too long", true});
   auto records = b.records();
   records.push_back(records.back());
   records.back().sequence += 1;
   records.back().type = "PhaseChanged";
-  records.back().data = encode_event_data(
-      events::PhaseChanged{Phase::Recreating, Phase::ScalingBack, PhaseEvent::CriticalError});
+  records.back().data = encode_entry_data(
+      entries::PhaseChanged{Phase::Recreating, Phase::ScalingBack, Trigger::CriticalError});
   auto refused = fold(records, PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().sequence, 10);
-  b.to(Phase::Recreating, Phase::Failed, PhaseEvent::CriticalError);
+  b.to(Phase::Recreating, Phase::Failed, Trigger::CriticalError);
   auto failed = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(failed) << failed.error().message;
   EXPECT_EQ(failed->phase, Phase::Failed);
@@ -465,8 +464,8 @@ TEST(Fold, ResumedAsFirstRecordStartsFromTheSnapshot) {
   snapshot.path = Path::Copy;
   snapshot.claims = {sample_claim("data", 0)};
   snapshot.last_sequence = 40;
-  b.add(events::Resumed{snapshot});
-  b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+  b.add(entries::Resumed{snapshot});
+  b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(op) << op.error().message;
   EXPECT_EQ(op->phase, Phase::BackingUp);
@@ -476,21 +475,21 @@ TEST(Fold, ResumedAsFirstRecordStartsFromTheSnapshot) {
 
 TEST(Fold, ResumedMayLagTheJournalByOneTransitionButNotTwo) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
   auto lagging = b.records();
   lagging.push_back(make_record(snapshot_at(Phase::ScalingDown), 6, b.time(),
-                                events::Resumed{snapshot_at(Phase::ScalingDown)}));
+                                entries::Resumed{snapshot_at(Phase::ScalingDown)}));
   auto ok = fold(lagging, PhaseMachine::rules());
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->phase, Phase::ScalingDown);
 
   auto too_far = b.records();
   too_far.push_back(make_record(snapshot_at(Phase::Planning), 6, b.time(),
-                                events::Resumed{snapshot_at(Phase::Planning)}));
+                                entries::Resumed{snapshot_at(Phase::Planning)}));
   auto refused = fold(too_far, PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().sequence, 6);
@@ -501,21 +500,21 @@ TEST(Fold, ResumedMayLagTheJournalByOneTransitionButNotTwo) {
 // transitions in between: the annotation leads this journal, and that is taken as it is.
 TEST(Fold, ResumedMayLeadTheJournalByTransitionsTheMachineAllows) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
   auto leading = b.records();
   leading.push_back(make_record(snapshot_at(Phase::Recreating), 3, b.time(),
-                                events::Resumed{snapshot_at(Phase::Recreating)}));
+                                entries::Resumed{snapshot_at(Phase::Recreating)}));
   auto ok = fold(leading, PhaseMachine::rules());
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->phase, Phase::Recreating);
 
   // Not where the machine cannot go: an operation on the expansion path never restores.
-  b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand);
+  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::Expanding, Trigger::PlannedExpand);
   auto elsewhere = b.records();
   elsewhere.push_back(make_record(snapshot_at(Phase::Restoring), 5, b.time(),
-                                  events::Resumed{snapshot_at(Phase::Restoring)}));
+                                  entries::Resumed{snapshot_at(Phase::Restoring)}));
   auto refused = fold(elsewhere, PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().sequence, 5);
@@ -528,29 +527,29 @@ TEST(Fold, ResumedMayLeadTheJournalByTransitionsTheMachineAllows) {
 TEST(Fold, ResumedMayLeadAFailedJournalThroughAResumeToThePhaseThatFailed) {
   auto failed_in = [](Phase phase) {
     JournalBuilder b;
-    b.add(events::OperationStarted{"grew", "uid", 3});
-    b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+    b.add(entries::OperationStarted{"grew", "uid", 3});
+    b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
     if (phase == Phase::Expanding) {
-      b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
-      b.to(Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand);
+      b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+      b.to(Phase::Planning, Phase::Expanding, Trigger::PlannedExpand);
     } else {
-      b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-      b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+      b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+      b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
       b.to(Phase::ScalingDown, Phase::BackingUp);
-      b.add(events::BackupVerified{"data-web-0", sample_summary(0)});
+      b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
       b.to(Phase::BackingUp, Phase::Recreating);
-      b.add(events::SourceDeleted{"data-web-0"});
-      b.add(events::ClaimRecreated{"data-web-0", "new-uid"});
+      b.add(entries::SourceDeleted{"data-web-0"});
+      b.add(entries::ClaimRecreated{"data-web-0", "new-uid"});
       b.to(Phase::Recreating, Phase::Restoring);
     }
-    b.add(events::StepFailed{phase, "it failed", true});
-    b.to(phase, Phase::Failed, PhaseEvent::CriticalError);
+    b.add(entries::StepFailed{phase, "it failed", true});
+    b.to(phase, Phase::Failed, Trigger::CriticalError);
     return b;
   };
   auto resumed_at = [](JournalBuilder b, Phase phase) {
     auto records = b.records();
     records.push_back(make_record(snapshot_at(phase), records.back().sequence + 1, b.time(),
-                                  events::Resumed{snapshot_at(phase)}));
+                                  entries::Resumed{snapshot_at(phase)}));
     return fold(records, PhaseMachine::rules());
   };
   for (Phase ahead : {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp}) {
@@ -570,10 +569,10 @@ TEST(Fold, ResumedMayLeadAFailedJournalThroughAResumeToThePhaseThatFailed) {
 
 TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.add(events::RestoreVerified{"data-web-0", sample_summary(0)});
+  b.add(entries::OperationStarted{"grew", "uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::RestoreVerified{"data-web-0", sample_summary(0)});
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_FALSE(op);
   EXPECT_EQ(op.error().sequence, 4);
@@ -581,7 +580,7 @@ TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {
 
 TEST(Fold, FolderAppliedIncrementallyEqualsFoldOfTheWhole) {
   const auto records = copy_path_journal(4);
-  Folder folder{PhaseMachine::rules()};
+  ValidatingFold folder{PhaseMachine::rules()};
   for (const auto& record : records) ASSERT_TRUE(folder.apply(record));
   EXPECT_EQ(*folder.state(), *fold(records, PhaseMachine::rules()));
 }

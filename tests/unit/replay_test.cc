@@ -71,9 +71,9 @@ TEST(Replay, ConsistentJournalGivesOneRowPerRecordWithPhasesAndDetails) {
 
 TEST(Replay, TransitionRefusedByTheMachineIsInconsistentAtExactlyThatSequence) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.to(Phase::Planning, Phase::Restoring, PhaseEvent::PlannedCopy);  // 3: no such row
+  b.add(entries::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.to(Phase::Planning, Phase::Restoring, Trigger::PlannedCopy);  // 3: no such row
   b.to(Phase::Restoring, Phase::ScalingUp);
   const auto& records = b.records();
 
@@ -95,8 +95,8 @@ TEST(Replay, TransitionRefusedByTheMachineIsInconsistentAtExactlyThatSequence) {
 
 TEST(Replay, PendingStraightToRestoringIsRefused) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Restoring, PhaseEvent::StepDone);
+  b.add(entries::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Restoring, Trigger::StepDone);
 
   const Replay r = replay(b.records(), PhaseMachine::rules());
 
@@ -110,15 +110,15 @@ TEST(Replay, PendingStraightToRestoringIsRefused) {
 // transitions in between: consistent, and the row says where this journal was.
 TEST(Replay, ResumedAheadOfTheJournalOverAllowedTransitionsIsConsistentAndExplained) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Copy, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::ScalingDown, PhaseEvent::PlannedCopy);
+  b.add(entries::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
   Operation snapshot = *folded;
   snapshot.phase = Phase::Recreating;  // BackingUp was journaled elsewhere
-  b.add(events::Resumed{snapshot});
+  b.add(entries::Resumed{snapshot});
 
   const Replay r = replay(b.records(), PhaseMachine::rules());
 
@@ -134,15 +134,15 @@ TEST(Replay, ResumedAheadOfTheJournalOverAllowedTransitionsIsConsistentAndExplai
 
 TEST(Replay, ResumedAtAPhaseTheJournalCannotReachIsInconsistent) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  b.add(events::Planned{Path::Expand, {sample_claim("data", 0)}});
-  b.to(Phase::Planning, Phase::Expanding, PhaseEvent::PlannedExpand);
+  b.add(entries::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.to(Phase::Planning, Phase::Expanding, Trigger::PlannedExpand);
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
   Operation snapshot = *folded;
   snapshot.phase = Phase::Recreating;  // the expansion path never recreates
-  b.add(events::Resumed{snapshot});
+  b.add(entries::Resumed{snapshot});
 
   const Replay r = replay(b.records(), PhaseMachine::rules());
 
@@ -156,11 +156,11 @@ TEST(Replay, ResumedAtAPhaseTheJournalCannotReachIsInconsistent) {
 
 TEST(Replay, ResumedAtTheJournalsPhaseIsConsistentAndShowsTheSnapshotPhase) {
   JournalBuilder b;
-  b.add(events::OperationStarted{"grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
+  b.add(entries::OperationStarted{"grew", "sts-uid", 3});
+  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded);
-  b.add(events::Resumed{*folded});
+  b.add(entries::Resumed{*folded});
 
   const Replay r = replay(b.records(), PhaseMachine::rules());
 
@@ -310,13 +310,13 @@ TEST(Replay, LargePlansAreAbbreviated) {
 TEST(TimelineDetails, StorageClassChangeAndFailuresAreSpelledOut) {
   ClaimPlan claim = sample_claim("data", 0);
   claim.to_class = "fast";
-  EXPECT_EQ(describe(events::Planned{Path::Copy, {claim}}),
+  EXPECT_EQ(describe(entries::Planned{Path::Copy, {claim}}),
             "Copy path, 1 claim: data-web-0 1Gi standard → 2Gi fast");
-  EXPECT_EQ(describe(events::StepFailed{Phase::BackingUp, "copy job failed", true}),
+  EXPECT_EQ(describe(entries::StepFailed{Phase::BackingUp, "copy job failed", true}),
             "critical: copy job failed");
-  EXPECT_EQ(describe(events::StepFailed{Phase::BackingUp, "conflict", false}),
+  EXPECT_EQ(describe(entries::StepFailed{Phase::BackingUp, "conflict", false}),
             "transient: conflict");
-  EXPECT_EQ(describe(events::BackupVerified{"c", TreeSummary{2, 512, "ab"}}),
+  EXPECT_EQ(describe(entries::BackupVerified{"c", TreeSummary{2, 512, "ab"}}),
             "c: 2 files, 512 B, sha256 ab");
 }
 

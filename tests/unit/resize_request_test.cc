@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/annotations.h"
-#include "engine/events.h"
+#include "engine/fold.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/operation_codec.h"
@@ -163,24 +163,24 @@ TEST(ResizeRequest, OperationWithTemplateChangesSurvivesTheCodecAndOthersAreUnch
 
 TEST(ResizeRequest, FoldFollowsTheNewUidOnceAndRefusesTemplateEventsElsewhere) {
   testing::JournalBuilder b;
-  b.add(events::OperationStarted{"requested", "uid-old", 3});
-  b.to(Phase::Pending, Phase::UpdatingTemplate, PhaseEvent::StartTemplateUpdate);
-  b.add(events::TemplateUpdateRequested{updating_operation().template_changes});
-  b.add(events::DefinitionSaved{"stsresize-web-definition", Json{{"kind", "StatefulSet"}}});
-  b.add(events::StatefulSetRecreated{"uid-new"});
+  b.add(entries::OperationStarted{"requested", "uid-old", 3});
+  b.to(Phase::Pending, Phase::UpdatingTemplate, Trigger::StartTemplateUpdate);
+  b.add(entries::TemplateUpdateRequested{updating_operation().template_changes});
+  b.add(entries::DefinitionSaved{"stsresize-web-definition", Json{{"kind", "StatefulSet"}}});
+  b.add(entries::StatefulSetRecreated{"uid-new"});
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
   EXPECT_EQ(folded->sts_uid, "uid-new");
   EXPECT_TRUE(folded->statefulset_recreated);
 
   testing::JournalBuilder twice = b;
-  twice.add(events::StatefulSetRecreated{"uid-newer"});
+  twice.add(entries::StatefulSetRecreated{"uid-newer"});
   EXPECT_FALSE(fold(twice.records(), PhaseMachine::rules()));
 
   testing::JournalBuilder elsewhere;
-  elsewhere.add(events::OperationStarted{"grew", "uid-old", 3});
-  elsewhere.to(Phase::Pending, Phase::Planning, PhaseEvent::StartPlanning);
-  elsewhere.add(events::StatefulSetRecreated{"uid-new"});
+  elsewhere.add(entries::OperationStarted{"grew", "uid-old", 3});
+  elsewhere.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
+  elsewhere.add(entries::StatefulSetRecreated{"uid-new"});
   auto refused = fold(elsewhere.records(), PhaseMachine::rules());
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("belongs to UpdatingTemplate"), std::string::npos)

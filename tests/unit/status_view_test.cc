@@ -57,7 +57,7 @@ Cluster every_phase() {
   }
   // In manual mode, a transition that waits for `stsresize advance --approve`.
   Operation awaiting = sample_operation("awaiting", Phase::BackingUp, 20s);
-  awaiting.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone};
+  awaiting.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, Trigger::StepDone};
   cluster.statefulsets.push_back(with_operation(sample_statefulset("awaiting"), awaiting));
   cluster.statefulsets.push_back(refused_statefulset("refused"));
   cluster.statefulsets.push_back(invalid_statefulset("broken"));
@@ -345,7 +345,7 @@ TEST(StatusView, Describe_FailedWithItsSourcesIntactSaysHowToRetry) {
 
 TEST(StatusView, AwaitingApproval_TheTransitionAndTheCommandInEveryView) {
   Operation op = sample_operation("web", Phase::ScalingDown, 20s);
-  op.awaiting = AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, PhaseEvent::StepDone};
+  op.awaiting = AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone};
   op.warning = "2 of 3 pods still running";
   auto row = status_row(with_operation(sample_statefulset("web"), op), {}, {});
   ASSERT_TRUE(row);
@@ -369,7 +369,7 @@ TEST(StatusView, AwaitingApproval_TheTransitionAndTheCommandInEveryView) {
 TEST(StatusView, Describe_AwaitingApprovalSaysWhatToRun) {
   DescribeInput input;
   Operation op = sample_operation("web", Phase::BackingUp, 20s);
-  op.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, PhaseEvent::StepDone};
+  op.awaiting = AwaitedApproval{Phase::BackingUp, Phase::Recreating, Trigger::StepDone};
   input.statefulset = with_operation(sample_statefulset("web"), op);
   expect_matches_golden("describe_awaiting.txt", render_describe(input, kStatusNow));
 }
