@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "adapters/journal/sqlite_journal.h"
@@ -229,9 +230,34 @@ int clean_run(const Scenario& scenario) {
   Watch watched;
   watch(world, watched);
   MemoryJournal journal;
+  // Journal first, then act: every create and delete the engine makes has its ActionIntended
+  // (same action, same target) in the journal before the call reaches the cluster.
+  std::map<std::string, int> acted;
+  std::vector<std::string> unjournaled;
+  world.kube.on_mutation([&](const Mutation& m) {
+    if (m.actor != Actor::Client || (m.verb != Verb::Create && m.verb != Verb::Remove)) return;
+    const std::string act =
+        std::string{m.verb == Verb::Create ? "create" : "delete"} + " " + to_string(m.ref);
+    const int done = ++acted[act];
+    int intended = 0;
+    for (const OperationSummary& summary :
+         journal.operations().value_or(std::vector<OperationSummary>{})) {
+      for (const JournalRecord& record :
+           journal.read(summary.operation_id).value_or(std::vector<JournalRecord>{})) {
+        auto entry = decode_entry(record);
+        const auto* intent = entry ? std::get_if<entries::ActionIntended>(&*entry) : nullptr;
+        if (intent && intent->action + " " + intent->target == act) ++intended;
+      }
+    }
+    if (intended < done) unjournaled.push_back(act);
+  });
   {
     Reconciler reconciler{world.kube, journal, world.clock, world.events, settings_for(scenario)};
     EXPECT_EQ(drive(world, reconciler, std::nullopt), Stop::Idle);
+  }
+  EXPECT_TRUE(unjournaled.empty()) << "acted before journaling the intent: " << unjournaled.front();
+  if (!scenario.expandable) {
+    EXPECT_FALSE(acted.empty());  // the copy path creates and deletes
   }
   expect_outcome(world, journal, watched, scenario);
   // The scenario really took the path it is named after.
