@@ -26,7 +26,7 @@ inline constexpr std::string_view kResizeRequestAnnotation = "stsresize.dev/resi
 // Written by stsresize when it refuses that request: "rejected: <why>".
 inline constexpr std::string_view kResizeStatusAnnotation = "stsresize.dev/resize-status";
 
-// --- On the StatefulSet: operating a resize by hand (engine/advance_request.h) ---
+// --- On the StatefulSet: operating a resize by hand (engine/actions/request.h) ---
 // Written by the user: auto (absent), manual or step: which transitions wait for approval.
 inline constexpr std::string_view kModeAnnotation = "stsresize.dev/mode";
 // Written by `stsresize advance`, removed when consumed: approve, abort, retry or skip.
