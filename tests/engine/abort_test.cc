@@ -26,11 +26,11 @@ class Abort : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  std::unique_ptr<Reconciler> engine =
+  std::unique_ptr<Reconciler> reconciler =
       std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
   AdvanceCli advance{world};
 
-  void run_to_idle() { reconcile_to_idle(*engine, world, 300); }
+  void run_to_idle() { reconcile_to_idle(*reconciler, world, 300); }
 
   CliResult abort() { return advance({.target = "shop/web", .abort = true}); }
 
@@ -132,7 +132,7 @@ class Abort : public ::testing::Test {
       return op && op->has_value() && (*op)->phase == phase;
     };
     if (in_phase()) return;
-    reconcile_until(*engine, world,
+    reconcile_until(*reconciler, world,
                     {"phase " + std::string{to_string(phase)},
                      [&](const ReconcileResult&) { return in_phase(); }},
                     {.limit = 300, .pace = {.ticks = 1}, .terminal_fails = false});
@@ -178,7 +178,7 @@ TEST_F(Abort, TheOperatorActionStepFailedAndTransitionAreOneAppend) {
   world.seed(/*expandable=*/false);
   wait_in(Phase::BackingUp);
   ASSERT_EQ(abort().code, cli::kExitOk);
-  engine->reconcile(kNs, kSts);  // takes the abort; what ScalingBack answers does not matter
+  reconciler->reconcile(kNs, kSts);  // takes the abort; what ScalingBack answers does not matter
   const auto all = records();
   std::size_t at = all.size();
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -226,7 +226,7 @@ TEST_F(Abort, AfterASourceDeleteItIsRefusedAndTheResizeFinishes) {
     fail_next_claim_delete();
   });
   for (int i = 0; i < 300 && deleted.empty(); ++i) {
-    engine->reconcile(kNs, kSts);
+    reconciler->reconcile(kNs, kSts);
     world.settle(1);
   }
   ASSERT_FALSE(deleted.empty());
@@ -244,11 +244,11 @@ TEST_F(Abort, AfterASourceDeleteItIsRefusedAndTheResizeFinishes) {
         encode_advance_request({Action::Abort, Phase::Recreating, live_operation().id, "bob",
                                 "2027-01-15T08:00:00Z", "n1"});
   });
-  engine->reconcile(kNs, kSts);
+  reconciler->reconcile(kNs, kSts);
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
   EXPECT_EQ(live_operation().phase, Phase::Recreating);
   for (int i = 0; i < 300 && live_operation().sources_intact(); ++i) {
-    engine->reconcile(kNs, kSts);
+    reconciler->reconcile(kNs, kSts);
     world.settle(1);
   }
   Operation op = live_operation();
@@ -348,7 +348,7 @@ TEST_F(Abort, ARequestForAnotherOperationIsRefusedAndNothingChanges) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
         {Action::Abort, Phase::ScalingDown, "web-00000000", "bob", "2027-01-15T08:00:00Z", "n1"});
   });
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_EQ(live_operation().phase, Phase::ScalingDown);
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
   const auto warnings = world.events.with_reason("AdvanceRefused");
@@ -370,7 +370,7 @@ TEST_F(Abort, ARequestReachingAnEndedOperationIsRefusedAndRemoved) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
         {Action::Abort, Phase::ScalingDown, id, "bob", "2027-01-15T08:00:00Z", "n2"});
   });
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
   const auto warnings = world.events.with_reason("AdvanceRefused");
   ASSERT_EQ(warnings.size(), 1u);

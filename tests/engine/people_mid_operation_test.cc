@@ -27,12 +27,27 @@ class PeopleMidOperation : public ::testing::Test {
 
   ResizeWorld world;
   MemoryJournal journal;
-  std::unique_ptr<Reconciler> engine =
+  std::unique_ptr<Reconciler> reconciler =
       std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
 
   // Reconciles, letting the cluster move, until the engine rests (Idle or Terminal).
+  // kubectl delete sts web (the cluster working for `settle` rounds), then kubectl apply of its
+  // manifest: 3 replicas, the new templates, none of stsresize's annotations.
+  void delete_and_apply_again(int settle) {
+    Json manifest = world.live_sts();
+    ASSERT_TRUE(world.kube.system().remove(world.sts()));
+    world.settle(settle);
+    for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation"}) {
+      manifest["metadata"].erase(field);
+    }
+    manifest["metadata"].erase("annotations");
+    manifest.erase("status");
+    manifest["spec"]["replicas"] = kReplicas;
+    ASSERT_TRUE(world.kube.system().create(Kind::StatefulSet, manifest));
+  }
+
   ReconcileResult run_to_rest() {
-    return reconcile_until(*engine, world, at_rest(), {.limit = 400, .terminal_fails = false});
+    return reconcile_until(*reconciler, world, at_rest(), {.limit = 400, .terminal_fails = false});
   }
 
   // manual mode: approves until the operation waits to leave `phase`.
@@ -149,14 +164,14 @@ TEST_F(PeopleMidOperation, AScaleUpWhileABackupAwaitsApprovalScalesBackAndKeepsE
 TEST_F(PeopleMidOperation, AScaleUpAndDownWhileTheControllerWasAwayIsCopiedAgain) {
   wait_in(Phase::BackingUp);
   // The controller is down; someone scales up, the application writes, and scales down again.
-  engine.reset();
+  reconciler.reset();
   scale_to(kReplicas);
   world.settle(5);
   const std::string late = naming::claim_name("logs", kSts, 2);
   world.cluster.write_file(world.claim(late), "app/while-away.log", "written while away");
   scale_to(0);
   world.settle(5);
-  engine = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
   auto_mode();
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data({{late, {{"app/while-away.log", "written while away"}}}});
@@ -182,16 +197,7 @@ TEST_F(PeopleMidOperation, TheStateRemovedAfterASourceDeleteIsContinuedFromTheJo
 TEST_F(PeopleMidOperation, AStatefulSetDeletedAndAppliedAgainIsFencedUntilRestored) {
   wait_in(Phase::Recreating);
   // kubectl delete sts web; kubectl apply -f web.yaml (the manifest: 3 replicas, 2Gi, no state)
-  Json manifest = world.live_sts();
-  ASSERT_TRUE(world.kube.system().remove(world.sts()));
-  world.settle(5);
-  for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation"}) {
-    manifest["metadata"].erase(field);
-  }
-  manifest["metadata"].erase("annotations");
-  manifest.erase("status");
-  manifest["spec"]["replicas"] = kReplicas;
-  ASSERT_TRUE(world.kube.system().create(Kind::StatefulSet, manifest));
+  delete_and_apply_again(5);
   world.settle(3);  // its pods start on the recreated, still empty claims
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data();
@@ -207,9 +213,9 @@ TEST_F(PeopleMidOperation, WithTheJournalLostTooNoOperationStartsOverItsBackups)
   auto_mode();
   remove_state();
   MemoryJournal empty;
-  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
   const int before = world.kube.mutations();
-  const ReconcileResult result = engine->reconcile(kNs, kSts);
+  const ReconcileResult result = reconciler->reconcile(kNs, kSts);
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
   EXPECT_NE(result.message.find("did not complete"), std::string::npos) << result.message;
   EXPECT_EQ(world.kube.mutations(), before + 1);  // the resize-status annotation, nothing else
@@ -233,7 +239,7 @@ TEST_F(PeopleMidOperation,
   auto_mode();
   remove_state();
   MemoryJournal empty;
-  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data();
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
@@ -242,7 +248,7 @@ TEST_F(PeopleMidOperation,
   EXPECT_NE(recovered[0].message.find("starts from the " + std::to_string(kReplicas) + " replicas"),
             std::string::npos)
       << recovered[0].message;
-  engine.reset();
+  reconciler.reset();
 }
 
 TEST_F(PeopleMidOperation, AnUnreadableOriginalReplicasMarkIsRefusedAndChangesNothing) {
@@ -253,9 +259,9 @@ TEST_F(PeopleMidOperation, AnUnreadableOriginalReplicasMarkIsRefusedAndChangesNo
     live["metadata"]["annotations"][std::string{kOriginalReplicasAnnotation}] = "three";
   });
   MemoryJournal empty;
-  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
   const int before = world.kube.mutations();
-  const ReconcileResult result = engine->reconcile(kNs, kSts);
+  const ReconcileResult result = reconciler->reconcile(kNs, kSts);
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
   EXPECT_EQ(world.kube.mutations(), before + 1);  // the resize-status annotation, nothing else
   EXPECT_EQ(k8s::annotation(world.live_sts(), kResizeStatusAnnotation)->value_or(""),
@@ -265,7 +271,7 @@ TEST_F(PeopleMidOperation, AnUnreadableOriginalReplicasMarkIsRefusedAndChangesNo
   EXPECT_TRUE(world.events.contains("InvalidOriginalReplicas"));
   EXPECT_TRUE(empty.operations()->empty());
   EXPECT_EQ(world.live_sts()["spec"]["replicas"], 0);
-  engine.reset();
+  reconciler.reset();
 }
 
 // A person who scaled the set up again took it back: a later scale to 0 of theirs is not undone.
@@ -280,11 +286,11 @@ TEST_F(PeopleMidOperation, AnOriginalReplicasMarkIsDroppedOnceTheSetRunsAgain) {
   });
   scale_to(kReplicas);
   MemoryJournal empty;
-  engine = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
   EXPECT_TRUE(empty.operations()->empty());
-  engine.reset();
+  reconciler.reset();
 }
 
 // Without the admission fence a pod can start between the last fence check and a source delete:
@@ -302,7 +308,7 @@ TEST_F(PeopleMidOperation, ASourceBeingDeletedUnderAPodIsReportedAndNothingIsSca
     }
   });
   ASSERT_TRUE(approve_waiting(world, "alice", "approve-recreate"));
-  for (int i = 0; i < 50 && deleted.empty(); ++i) engine->reconcile(kNs, kSts);
+  for (int i = 0; i < 50 && deleted.empty(); ++i) reconciler->reconcile(kNs, kSts);
   ASSERT_FALSE(deleted.empty());
   // The pod that started in that moment, before pvc-protection could let the claim go.
   ASSERT_TRUE(start_pod("debug", deleted));
@@ -310,7 +316,7 @@ TEST_F(PeopleMidOperation, ASourceBeingDeletedUnderAPodIsReportedAndNothingIsSca
   const ObjectRef claim = world.claim(deleted);
   const int before = world.kube.mutations();
   for (int i = 0; i < 20; ++i) {
-    engine->reconcile(kNs, kSts);
+    reconciler->reconcile(kNs, kSts);
     world.settle(1);
   }
   const auto held = world.kube.get_raw(claim);
@@ -417,7 +423,7 @@ TEST_F(PeopleMidOperation, ALeaderBackWithAStaleJournalKeepsTheBackupsOfClaimsIt
                      .times = FaultRule::kForever,
                      .error = KubeError{KubeErrorCode::Unreachable, "lease lost", Duration{0}}});
   for (int i = 0; i < 10; ++i) {
-    (void)engine->reconcile(kNs, kSts);
+    (void)reconciler->reconcile(kNs, kSts);
     world.settle(2);
   }
   world.kube.clear_faults();
@@ -432,16 +438,7 @@ TEST_F(PeopleMidOperation, ALeaderBackWithAStaleJournalKeepsTheBackupsOfClaimsIt
   ASSERT_EQ(live_operation()->phase, Phase::Recreating);  // Restoring awaits approval
   ASSERT_TRUE(live_operation()->find_claim(naming::claim_name("logs", kSts, 2))->source_deleted);
   // kubectl delete sts web; kubectl apply -f web.yaml
-  Json manifest = world.live_sts();
-  ASSERT_TRUE(world.kube.system().remove(world.sts()));
-  world.settle(2);
-  for (const char* field : {"uid", "resourceVersion", "creationTimestamp", "generation"}) {
-    manifest["metadata"].erase(field);
-  }
-  manifest["metadata"].erase("annotations");
-  manifest.erase("status");
-  manifest["spec"]["replicas"] = kReplicas;
-  ASSERT_TRUE(world.kube.system().create(Kind::StatefulSet, manifest));
+  delete_and_apply_again(2);
   // A holds the Lease again, with its journal.
   run_to_rest();
   for (const auto& [claim, files] : world.original_files) {

@@ -32,7 +32,7 @@ class Resume : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  std::unique_ptr<Reconciler> engine = std::make_unique<Reconciler>(
+  std::unique_ptr<Reconciler> reconciler = std::make_unique<Reconciler>(
       world.kube, journal, world.clock, world.events, one_attempt_per_copy());
 
   std::optional<Operation> live_operation() {
@@ -46,7 +46,7 @@ class Resume : public ::testing::Test {
   }
   void run_until(Phase until) {
     reconcile_until(
-        *engine, world,
+        *reconciler, world,
         {"phase " + std::string{to_string(until)},
          [&](const ReconcileResult& result) {
            if (phase() == until || (is_terminal(phase()) && until != Phase::Completed)) {
@@ -178,7 +178,7 @@ TEST_F(Resume, IsRefusedWhenABackupClaimIsMissingAndChangesNothing) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
         {Action::Retry, Phase::Failed, id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
   auto op = live_operation();
   ASSERT_TRUE(op);
@@ -202,17 +202,17 @@ TEST_F(Resume, ACrashBeforeTheResumeIsAnnotatedResumesOnce) {
   const std::string id = fail_restoring();
   ASSERT_EQ(retry().first, cli::kExitOk);
   // The first reconcile deletes the failed Jobs and waits for them to be gone.
-  engine->reconcile(kNs, kSts);
+  reconciler->reconcile(kNs, kSts);
   world.settle(2);
   // The annotation write of the resume is lost; the process dies there.
   world.kube.inject({.verb = Verb::Update,
                      .kind = Kind::StatefulSet,
                      .error = KubeError{KubeErrorCode::Unreachable, "injected crash"}});
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
   EXPECT_EQ(phase(), Phase::Failed);
   EXPECT_TRUE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
-  engine = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events,
-                                        one_attempt_per_copy());
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events,
+                                            one_attempt_per_copy());
   run_until(Phase::Completed);
   EXPECT_FALSE(live_operation());
   EXPECT_FALSE(is_marked_failed(world.live_sts()));

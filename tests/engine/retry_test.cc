@@ -32,11 +32,11 @@ class Retry : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  std::unique_ptr<Reconciler> engine = std::make_unique<Reconciler>(
+  std::unique_ptr<Reconciler> reconciler = std::make_unique<Reconciler>(
       world.kube, journal, world.clock, world.events, one_attempt_per_copy());
   AdvanceCli advance{world};
 
-  void run_to_idle() { reconcile_to_idle(*engine, world, 300); }
+  void run_to_idle() { reconcile_to_idle(*reconciler, world, 300); }
 
   CliResult retry() { return advance({.target = "shop/web", .retry = true}); }
 
@@ -166,7 +166,7 @@ TEST_F(Retry, IsRefusedWhileALeftoverOfTheFailedOperationIsThereAndTakenOnceItIs
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
         {Action::Retry, Phase::Failed, old_id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
   EXPECT_EQ(live_operation()->id, old_id);
   EXPECT_EQ(live_operation()->phase, Phase::Failed);
@@ -213,7 +213,7 @@ TEST_F(Retry, IsRefusedForAnOperationInProgressOrNone) {
   CliResult result = retry();
   EXPECT_EQ(result.code, cli::kExitRefused);
   EXPECT_NE(result.err.find("has no failed operation to retry"), std::string::npos) << result.err;
-  engine->reconcile(kNs, kSts);
+  reconciler->reconcile(kNs, kSts);
   result = retry();
   EXPECT_EQ(result.code, cli::kExitRefused);
   EXPECT_NE(result.err.find(", not Failed: there is nothing to retry"), std::string::npos)
@@ -238,11 +238,11 @@ TEST_F(Retry, ACrashBeforeTheNewOperationsFirstWriteStartsItOnce) {
   world.kube.inject({.verb = Verb::Update,
                      .kind = Kind::StatefulSet,
                      .error = KubeError{KubeErrorCode::Unreachable, "injected crash"}});
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
   EXPECT_EQ(live_operation()->id, old_id);
   EXPECT_TRUE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
-  engine = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events,
-                                        one_attempt_per_copy());
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events,
+                                            one_attempt_per_copy());
   run_to_idle();
   expect_resized_with_data_intact();
   // One new operation (the start journaled before the crash was adopted), two retry actions

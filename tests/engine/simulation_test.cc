@@ -84,7 +84,7 @@ class Simulation {
     // Calm: nobody acts any more, but for a person who approves what waits for approval; the
     // operation must come to rest.
     for (int round = 0; round < 600; ++round) {
-      const ReconcileResult result = engine_->reconcile(kNs, kSts);
+      const ReconcileResult result = reconciler_->reconcile(kNs, kSts);
       last_ = std::string{to_string(result.kind)} + " " + result.message;
       if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) {
         if (!approve_waiting()) break;
@@ -306,7 +306,7 @@ class Simulation {
 
   ReconcileResult reconcile_as(Acting who) {
     const Acting outer = std::exchange(acting_, who);
-    Reconciler& reconciler = who == Acting::First ? *engine_ : *second_;
+    Reconciler& reconciler = who == Acting::First ? *reconciler_ : *second_;
     ReconcileResult result = reconciler.reconcile(kNs, kSts);
     acting_ = outer;
     return result;
@@ -351,7 +351,7 @@ class Simulation {
       act("the first controller stops, the second goes on alone (in " + phase + ")" + inside);
       old_journals_.push_back(std::move(journal_));
       journal_ = std::move(second_journal_);
-      engine_ = std::move(second_);
+      reconciler_ = std::move(second_);
     }
     second_.reset();
     second_journal_.reset();
@@ -412,7 +412,8 @@ class Simulation {
       }
       case Action::Crash:
         act("controller crash (in " + phase + ")");
-        engine_ = std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
+        reconciler_ =
+            std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
         break;
       case Action::LoseJournal:
         if (journal_lost_) return;
@@ -420,7 +421,8 @@ class Simulation {
         journal_lost_ = true;
         old_journals_.push_back(std::move(journal_));
         journal_ = std::make_unique<MemoryJournal>();
-        engine_ = std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
+        reconciler_ =
+            std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
         break;
       case Action::ScaleDown: {
         // kubectl scale --replicas=1 (or 0): through the API, so the generation moves.
@@ -627,7 +629,7 @@ class Simulation {
   ResizeWorld world_;
   std::unique_ptr<MemoryJournal> journal_ = std::make_unique<MemoryJournal>();
   std::vector<std::unique_ptr<MemoryJournal>> old_journals_;
-  std::unique_ptr<Reconciler> engine_ =
+  std::unique_ptr<Reconciler> reconciler_ =
       std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
   std::map<std::string, VolumeFiles> expected_;
   std::set<std::string> recreated_uids_;

@@ -29,11 +29,11 @@ class SkipStep : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  std::unique_ptr<Reconciler> engine =
+  std::unique_ptr<Reconciler> reconciler =
       std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
   AdvanceCli advance{world};
 
-  void run_to_idle() { reconcile_to_idle(*engine, world, 300); }
+  void run_to_idle() { reconcile_to_idle(*reconciler, world, 300); }
 
   CliResult skip(bool dry_run = false) {
     return advance({.target = "shop/web", .skip_step = true, .dry_run = dry_run});
@@ -92,7 +92,7 @@ class SkipStep : public ::testing::Test {
                        .error = KubeError{KubeErrorCode::Forbidden, "denied by a policy"}});
     std::optional<Operation> stuck;
     reconcile_until(
-        *engine, world,
+        *reconciler, world,
         {"stuck in CleaningUp",
          [&](const ReconcileResult& result) {
            auto op = live_operation();
@@ -212,7 +212,7 @@ TEST_F(SkipStep, InAnotherStepItIsRefusedByTheCliAndTheEngineAndNothingChanges) 
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
         {Action::Skip, Phase::BackingUp, op.id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle));
   const Json sts = world.live_sts();
   EXPECT_FALSE(k8s::annotation(sts, kAdvanceAnnotation)->has_value());
   const Operation after = *live_operation();
@@ -245,7 +245,7 @@ TEST_F(SkipStep, ASkipWrittenForAnEarlierPhaseIsRefusedInCleaningUp) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
         {Action::Skip, Phase::ScalingUp, op.id, "bob", "2027-01-15T08:00:00Z", "n1"});
   });
-  engine->reconcile(kNs, kSts);
+  reconciler->reconcile(kNs, kSts);
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
   EXPECT_EQ(live_operation()->phase, Phase::CleaningUp);
   const auto warnings = world.events.with_reason("AdvanceRefused");
@@ -266,11 +266,11 @@ TEST_F(SkipStep, ACrashBetweenTheJournalAndTheAnnotationStillEndsCompleted) {
   world.kube.inject({.verb = Verb::Update,
                      .kind = Kind::StatefulSet,
                      .error = KubeError{KubeErrorCode::Unreachable, "injected crash"}});
-  EXPECT_TRUE(engine->reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
+  EXPECT_TRUE(reconciler->reconcile(kNs, kSts).is(ReconcileResult::Kind::Retry));
   ASSERT_EQ(live_operation()->phase, Phase::CleaningUp);
   ASSERT_TRUE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
 
-  engine = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
   run_to_idle();
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kStateAnnotation)->has_value());
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
