@@ -15,10 +15,8 @@ std::vector<std::string> sources_going(const Operation& op, const std::vector<Js
     bool intact = false;
     for (const Json& live : live_claims) {
       if (k8s::name(live).value_or("") != claim.claim) continue;
-      const Json& metadata = live.at("metadata");
-      intact =
-          k8s::uid(live).value_or("") == claim.source_uid &&
-          !(metadata.contains("deletionTimestamp") && !metadata["deletionTimestamp"].is_null());
+      intact = k8s::uid(live).value_or("") == claim.source_uid &&
+               !k8s::is_being_deleted(live).value_or(true);
     }
     if (!intact) going.push_back(claim.claim);
   }
