@@ -228,21 +228,19 @@ std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::strin
   // that the step creates it again rather than read the same failure. The request stays on the
   // StatefulSet meanwhile and is decided again once they are gone.
   const std::vector<Json> failed = failed_jobs(op_, jobs->items);
+  // The steps' own idiom (journal the intent, delete with the uid read, NotFound is done), run
+  // in this Session as a step would be.
+  StepContext ctx{r_.kube_, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
   for (const Json& job : failed) {
     if (k8s::is_being_deleted(job).value_or(false)) continue;
-    const ObjectRef ref{Kind::Job, ref_.ns, k8s::name(job).value_or("")};
-    if (auto intended = intend("delete", ref,
-                               "failed Job of the operation, before resuming " +
-                                   std::string{to_string(*op_.failed_in)});
-        !intended) {
-      return retry(intended.error());
-    }
-    DeleteOptions options;
-    options.propagation = Propagation::Background;
-    if (auto uid = k8s::uid(job)) options.uid = *uid;
-    if (auto removed = r_.kube_.remove(ref, options);
-        !removed && removed.error().code != KubeErrorCode::NotFound) {
-      return retry("deleting " + to_string(ref) + ": " + removed.error().message);
+    auto uid = k8s::uid(job);
+    if (auto removed = steps::delete_intended(
+            ctx, ObjectRef{Kind::Job, ref_.ns, k8s::name(job).value_or("")},
+            uid ? std::optional<std::string>{*uid} : std::nullopt, Propagation::Background,
+            "failed Job of the operation, before resuming " +
+                std::string{to_string(*op_.failed_in)});
+        !removed) {
+      return retry(removed.error().message);
     }
   }
   if (!failed.empty()) return requeue(r_.settings_.poll_interval);
