@@ -104,7 +104,7 @@ Verdict check_abort(const Operation& op, const TransitionRules& rules,
   }
   // The Abort row's guard: a scale back onto the sources needs every one of them.
   const bool intact = r.deleted.empty() && r.going.empty();
-  if (!rules.allowed(op.phase, Trigger::Abort, intact, Phase::ScalingBack) || !intact) {
+  if (!rules.allowed(op.phase, Trigger::Abort, intact, Phase::ScalingBack)) {
     return std::unexpected(r);
   }
   return {};
