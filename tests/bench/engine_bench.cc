@@ -37,13 +37,7 @@ std::vector<JournalRecord> long_operation() {
   const std::size_t fixed = 6 + 2 * plan.size() + 1 + 2 * plan.size() + 1 + plan.size() + 4;
   const std::size_t retries = (kLongOperation - fixed) / 2;
   JournalBuilder b;
-  b.add(entries::OperationStarted{"template grew", "sts-uid", 3});
-  b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, plan});
-  b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
-  b.add(
-      entries::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
-  b.to(Phase::ScalingDown, Phase::BackingUp);
+  start_copy_path(b, plan);
   for (std::size_t i = 0; i < retries; ++i) {
     b.add(entries::ActionIntended{Phase::BackingUp, "create",
                                   "Job shop/data-web-0-stsresize-backup",

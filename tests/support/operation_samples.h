@@ -53,11 +53,9 @@ class JournalBuilder {
   std::vector<JournalRecord> records_;
 };
 
-// A complete, uninterrupted copy-path journal with `claims` claims.
-inline std::vector<JournalRecord> copy_path_journal(int claims) {
-  JournalBuilder b;
-  std::vector<ClaimPlan> plan;
-  for (int i = 0; i < claims; ++i) plan.push_back(sample_claim(i % 2 ? "logs" : "data", i / 2));
+// The first records of a copy-path journal of `plan`: started, planned, scaled down, in
+// BackingUp.
+inline void start_copy_path(JournalBuilder& b, const std::vector<ClaimPlan>& plan) {
   b.add(entries::OperationStarted{"template grew", "sts-uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
   b.add(entries::Planned{Path::Copy, plan});
@@ -65,6 +63,14 @@ inline std::vector<JournalRecord> copy_path_journal(int claims) {
   b.add(
       entries::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});
   b.to(Phase::ScalingDown, Phase::BackingUp);
+}
+
+// A complete, uninterrupted copy-path journal with `claims` claims.
+inline std::vector<JournalRecord> copy_path_journal(int claims) {
+  JournalBuilder b;
+  std::vector<ClaimPlan> plan;
+  for (int i = 0; i < claims; ++i) plan.push_back(sample_claim(i % 2 ? "logs" : "data", i / 2));
+  start_copy_path(b, plan);
   for (const ClaimPlan& c : plan) {
     b.add(entries::ActionIntended{Phase::BackingUp, "create", "PVC " + c.claim, ""});
     b.add(entries::BackupVerified{c.claim, sample_summary(c.ordinal)});
