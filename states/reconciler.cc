@@ -35,6 +35,9 @@ std::string_view to_string(ReconcileResult::Kind kind) {
 
 namespace {
 
+// Writes of the state annotation, the first included, while each fails with Conflict.
+constexpr int kAnnotationWriteAttempts = 5;
+
 // The port as the steps see it: every call passed through, and a note of whether a step wrote
 // a StatefulSet (the annotation write of journal.commit() goes around it).
 class StatefulSetWrites final : public Kubernetes {
@@ -127,9 +130,15 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
     return object;
   };
   auto written = r_.kube_.update(Kind::StatefulSet, desired());
-  if (!written && written.error().code == KubeErrorCode::Conflict) {
-    // Someone else wrote the StatefulSet (its controller updates status all the time). Retry
-    // on the fresh object only if our state annotation there is still the one we based on.
+  // Someone else wrote the StatefulSet: its controller updates the status with every pod that
+  // starts or stops, several times a second while a scale-back brings the replicas up. Write
+  // again on the fresh object, a few times, as long as our state annotation there is still the
+  // one we based on. A write that still fails leaves the journal a transition ahead of the
+  // annotation: the next reconcile resumes from the annotation (Resumed) and runs the step
+  // again, which is safe but journals that transition twice.
+  for (int attempt = 1; attempt < kAnnotationWriteAttempts && !written &&
+                        written.error().code == KubeErrorCode::Conflict;
+       ++attempt) {
     auto fresh = r_.kube_.get(ref_);
     if (!fresh)
       return std::unexpected("re-reading " + to_string(ref_) + ": " + fresh.error().message);

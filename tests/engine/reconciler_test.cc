@@ -114,5 +114,39 @@ TEST_F(ReconcilerTest, EveryJournaledPhaseChangeHasAnEventOnTheStatefulSet) {
   }
 }
 
+// The StatefulSet controller writes the status with every pod that starts or stops, so the
+// annotation write that makes a transition authoritative meets Conflict, sometimes several times
+// in a row. It writes again on the fresh object: each transition is journaled once, with no
+// Resumed (which a write that gave up would leave: the step run again from the annotation).
+TEST_F(ReconcilerTest, ATransitionSurvivesConflictsOnItsAnnotationWriteAndIsJournaledOnce) {
+  world.seed(false);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  ASSERT_TRUE(reconciler.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
+  // The next StatefulSet writes are the annotation's (ScalingDown waits on the pods to go): each
+  // of the four next is overtaken by a status write.
+  world.kube.inject({.verb = Verb::Update, .kind = Kind::StatefulSet, .times = 4, .action = [&] {
+                       world.kube.mutate_raw(world.sts(), [](Json& live) {
+                         live["status"]["observedGeneration"] =
+                             live["status"].value("observedGeneration", 0) + 1;
+                       });
+                     }});
+  reconcile_until(reconciler, world, idle(),
+                  {.limit = 600, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations && operations->size() == 1u);
+  auto records = journal.read(operations->front().operation_id);
+  ASSERT_TRUE(records);
+  std::vector<std::string> transitions;
+  for (const JournalRecord& record : *records) {
+    EXPECT_NE(record.type, "Resumed") << record.data.dump();
+    if (record.type != "PhaseChanged") continue;
+    const std::string transition =
+        record.data["from"].get<std::string>() + " -> " + record.data["to"].get<std::string>();
+    EXPECT_EQ(std::ranges::count(transitions, transition), 0) << transition << " twice";
+    transitions.push_back(transition);
+  }
+  EXPECT_EQ(transitions.back(), "CleaningUp -> Completed");
+}
+
 }  // namespace
 }  // namespace stsresize

@@ -222,6 +222,22 @@ e2e_lease_holder() {
   k get lease "$1" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true
 }
 
+# e2e_journal_transitions < REPLAY_JSON: the journal's phase changes ("<from> -> <to>", one per
+# line, in order) from `stsresize replay -o json`. A transition journaled again after a Resumed
+# is left out: an annotation write that failed (Conflict after its attempts) leaves the journal a
+# transition ahead, and the next reconcile resumes from the annotation and runs that step again.
+# That is the engine's documented recovery, not a second transition, and the fold refuses a
+# repeat without a Resumed before it.
+e2e_journal_transitions() {
+  jq -r '[.rows[] | select(.event == "PhaseChanged" or .event == "Resumed")]
+    | reduce .[] as $r ({out: [], resumed: false};
+        if $r.event == "Resumed" then .resumed = true
+        else "\($r.phaseBefore) -> \($r.phaseAfter)" as $t
+          | (if .resumed and (.out | last) == $t then . else .out += [$t] end) | .resumed = false
+        end)
+    | .out[]'
+}
+
 e2e_replay() {
   replay=$("$stsresize" replay --journal "$1" 2>&1) || fail "replay of $1 exited $?: $replay"
 }
