@@ -56,4 +56,23 @@ inline constexpr std::string_view kFenceGenerationAnnotation = "stsresize.dev/fe
 // someone else created under that name is told apart (states/recreate.cc).
 inline constexpr std::string_view kRecreatedByAnnotation = "stsresize.dev/recreated-by";
 
+// The scale-down drain, compatible with the StatefulSet Scale-Down Controller
+// (jboss-openshift/statefulset-scaledown-controller): its keys, kept as they are so that its
+// users switch without editing their StatefulSets.
+// On a StatefulSet: the cleanup pod (a JSON Pod, metadata + spec) run on each claim that a
+// scale-down leaves without its replica. Opting in; stsresize also reads the alias.
+inline constexpr std::string_view kScaledownPodTemplateAnnotation =
+    "statefulsets.kubernetes.io/scaledown-pod-template";
+inline constexpr std::string_view kScaledownPodTemplateAlias =
+    "stsresize.dev/scaledown-pod-template";
+// On a cleanup pod: the StatefulSet it drains for (how a cleanup pod is told from the replica
+// of the same name); and the label scaledown-pod=<pod name>.
+inline constexpr std::string_view kScaledownPodOwnerAnnotation =
+    "statefulsets.kubernetes.io/scaledown-pod-owner";
+inline constexpr std::string_view kScaledownPodLabel = "scaledown-pod";
+// The old controller's finalizer on opted-in StatefulSets.
+inline constexpr std::string_view kScaledownFinalizer = "statefulsets.kubernetes.io/scaledown";
+// kPurposeLabel of a cleanup pod.
+inline constexpr std::string_view kDrainPurpose = "drain";
+
 }  // namespace stsresize
