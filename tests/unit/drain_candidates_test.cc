@@ -193,7 +193,7 @@ TEST(DrainCandidates, WaitsUntilTheStatefulSetControllerObservedTheScaleDown) {
   DrainCandidates found = candidates_of(sts, {claim("data-web-3"), claim("data-web-2")});
   ASSERT_EQ(ordinals(found), (Ordinals{3, 2}));
   for (const DrainCandidate& candidate : found.candidates) {
-    EXPECT_EQ(reasons(candidate), Reasons{DrainWaitReason::NotObserved});
+    ASSERT_EQ(reasons(candidate), Reasons{DrainWaitReason::NotObserved});
     EXPECT_FALSE(candidate.ready());
   }
   EXPECT_EQ(found.candidates[0].waits[0].generation, 4);
@@ -204,10 +204,14 @@ TEST(DrainCandidates, WaitsUntilTheStatefulSetControllerObservedTheScaleDown) {
   sts["status"].erase("observedGeneration");
   found = candidates_of(sts, {claim("data-web-2")});
   ASSERT_EQ(ordinals(found), (Ordinals{2}));
-  EXPECT_EQ(reasons(found.candidates[0]), Reasons{DrainWaitReason::NotObserved});
+  ASSERT_EQ(reasons(found.candidates[0]), Reasons{DrainWaitReason::NotObserved});
   EXPECT_EQ(explain(found.candidates[0].waits[0]),
             "the StatefulSet controller has not observed generation 4 yet (no observedGeneration)");
   sts.erase("status");
+  EXPECT_EQ(reasons(candidates_of(sts, {claim("data-web-2")}).candidates.at(0)),
+            Reasons{DrainWaitReason::NotObserved});
+  // No observedGeneration is never observed, even with no metadata.generation to compare.
+  sts["metadata"].erase("generation");
   EXPECT_EQ(reasons(candidates_of(sts, {claim("data-web-2")}).candidates.at(0)),
             Reasons{DrainWaitReason::NotObserved});
 
@@ -222,7 +226,7 @@ TEST(DrainCandidates, WaitsWhileTheStatefulSetStillHasMorePodsThanReplicas) {
   sts["status"]["replicas"] = 3;
   const DrainCandidates found = candidates_of(sts, {claim("data-web-2")});
   ASSERT_EQ(ordinals(found), (Ordinals{2}));
-  EXPECT_EQ(reasons(found.candidates[0]), Reasons{DrainWaitReason::PodsTerminating});
+  ASSERT_EQ(reasons(found.candidates[0]), Reasons{DrainWaitReason::PodsTerminating});
   EXPECT_EQ(explain(found.candidates[0].waits[0]),
             "the StatefulSet still has 3 pods for 2 replicas (pods terminating)");
   sts["status"]["replicas"] = 2;
@@ -242,7 +246,7 @@ TEST(DrainCandidates, WaitsWhileAPodThatIsNotACleanupPodUsesAClaim) {
   ASSERT_EQ(ordinals(found), (Ordinals{3, 2}));
   EXPECT_TRUE(found.candidates[0].ready());
   const DrainCandidate& two = found.candidates[1];
-  EXPECT_EQ(reasons(two), (Reasons{DrainWaitReason::ClaimInUse, DrainWaitReason::ClaimInUse}));
+  ASSERT_EQ(reasons(two), (Reasons{DrainWaitReason::ClaimInUse, DrainWaitReason::ClaimInUse}));
   EXPECT_EQ(two.waits[0].pod, "inspect");
   EXPECT_EQ(two.waits[0].claim, "data-web-2");
   EXPECT_EQ(two.waits[1].pod, "backup-x");
@@ -265,7 +269,7 @@ TEST(DrainCandidates, TheReplicaOfThatNameStillThereWaits) {
             (Reasons{DrainWaitReason::ClaimInUse, DrainWaitReason::NameTaken}));
   // A pod of that name that is not a cleanup pod, on no claim: the name is still taken.
   found = candidates_of(statefulset(2), {claim("data-web-2")}, {pod("web-2")});
-  EXPECT_EQ(reasons(found.candidates.at(0)), Reasons{DrainWaitReason::NameTaken});
+  ASSERT_EQ(reasons(found.candidates.at(0)), Reasons{DrainWaitReason::NameTaken});
   EXPECT_EQ(found.candidates[0].waits[0].pod, "web-2");
   EXPECT_EQ(explain(found.candidates[0].waits[0]),
             "pod web-2 exists and is not a cleanup pod: the cleanup pod needs its name");
