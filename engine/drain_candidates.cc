@@ -32,8 +32,8 @@ std::optional<int> ordinal_of(std::string_view name, std::string_view prefix) {
   return ordinal;
 }
 
-std::unexpected<DrainCandidatesError> unreadable(std::string detail) {
-  return std::unexpected(DrainCandidatesError{std::move(detail)});
+std::unexpected<DrainCandidatesError> unreadable(DrainUnreadable what, std::string detail) {
+  return std::unexpected(DrainCandidatesError{what, std::move(detail)});
 }
 
 DrainWait waiting(DrainWaitReason reason, std::string pod = {}) {
@@ -67,22 +67,23 @@ std::expected<DrainCandidates, DrainCandidatesError> drain_candidates(const Json
                                                                       std::span<const Json> pods) {
   const std::string what = k8s::describe(statefulset);
   auto sts_name = k8s::name(statefulset);
-  if (!sts_name) return unreadable(sts_name.error());
+  if (!sts_name) return unreadable(DrainUnreadable::StatefulSet, sts_name.error());
   auto replicas = k8s::spec_replicas(statefulset);
-  if (!replicas) return unreadable(replicas.error());
+  if (!replicas) return unreadable(DrainUnreadable::StatefulSet, replicas.error());
   auto templates = k8s::claim_templates(statefulset);
-  if (!templates) return unreadable(templates.error());
+  if (!templates) return unreadable(DrainUnreadable::StatefulSet, templates.error());
   auto selector = k8s::selector_match_labels(statefulset);
-  if (!selector) return unreadable(selector.error());
+  if (!selector) return unreadable(DrainUnreadable::StatefulSet, selector.error());
   auto generation = k8s::generation(statefulset);
-  if (!generation) return unreadable(generation.error());
+  if (!generation) return unreadable(DrainUnreadable::StatefulSet, generation.error());
   auto status = k8s::statefulset_status(statefulset);
-  if (!status) return unreadable(status.error());
+  if (!status) return unreadable(DrainUnreadable::StatefulSet, status.error());
   std::int64_t start = 0;
   if (const Json* given = at(statefulset, {"spec", "ordinals", "start"}); given != nullptr) {
     if (!given->is_number_integer() || given->get<std::int64_t>() < 0 ||
         given->get<std::int64_t>() > std::numeric_limits<std::int32_t>::max()) {
-      return unreadable(what + ": spec.ordinals.start is not a non-negative integer");
+      return unreadable(DrainUnreadable::StatefulSet,
+                        what + ": spec.ordinals.start is not a non-negative integer");
     }
     start = given->get<std::int64_t>();
   }
@@ -114,30 +115,30 @@ std::expected<DrainCandidates, DrainCandidatesError> drain_candidates(const Json
   const std::string pod_prefix = *sts_name + "-";
   for (const Json& pod : pods) {
     auto name = k8s::name(pod);
-    if (!name) return unreadable(name.error());
+    if (!name) return unreadable(DrainUnreadable::Pod, name.error());
     const bool cleanup = is_cleanup_pod(pod, *sts_name);
     pod_is_cleanup[*name] = cleanup;
     if (cleanup) {
       auto ordinal = ordinal_of(*name, pod_prefix);
       if (!ordinal) continue;
       auto uid = k8s::uid(pod);
-      if (!uid) return unreadable(uid.error());
+      if (!uid) return unreadable(DrainUnreadable::Pod, uid.error());
       auto phase = k8s::pod_phase(pod);
-      if (!phase) return unreadable(phase.error());
+      if (!phase) return unreadable(DrainUnreadable::Pod, phase.error());
       auto deleting = k8s::is_being_deleted(pod);
-      if (!deleting) return unreadable(deleting.error());
+      if (!deleting) return unreadable(DrainUnreadable::Pod, deleting.error());
       cleanup_pods[*ordinal] = {*name, *uid, *phase, *deleting};
       continue;
     }
     auto mounted = k8s::mounted_claims(pod);
-    if (!mounted) return unreadable(mounted.error());
+    if (!mounted) return unreadable(DrainUnreadable::Pod, mounted.error());
     for (const std::string& claim : *mounted) users[claim].insert(*name);
   }
 
   std::map<std::string, const Json*> claims_by_name;
   for (const Json& claim : claims) {
     auto name = k8s::name(claim);
-    if (!name) return unreadable(name.error());
+    if (!name) return unreadable(DrainUnreadable::Claim, name.error());
     claims_by_name.emplace(*name, &claim);
   }
 
@@ -149,10 +150,10 @@ std::expected<DrainCandidates, DrainCandidatesError> drain_candidates(const Json
       auto ordinal = ordinal_of(name, prefix);
       if (!ordinal || in_range(*ordinal)) continue;
       auto deleting = k8s::is_being_deleted(*claim);
-      if (!deleting) return unreadable(deleting.error());
+      if (!deleting) return unreadable(DrainUnreadable::Claim, deleting.error());
       if (*deleting) continue;
       auto claim_labels = k8s::labels(*claim);
-      if (!claim_labels) return unreadable(claim_labels.error());
+      if (!claim_labels) return unreadable(DrainUnreadable::Claim, claim_labels.error());
       const auto foreign = std::ranges::find_if(*selector, [&](const auto& entry) {
         auto label = claim_labels->find(entry.first);
         return label != claim_labels->end() && label->second != entry.second;
@@ -163,7 +164,7 @@ std::expected<DrainCandidates, DrainCandidatesError> drain_candidates(const Json
         continue;
       }
       auto uid = k8s::uid(*claim);
-      if (!uid) return unreadable(uid.error());
+      if (!uid) return unreadable(DrainUnreadable::Claim, uid.error());
       DrainCandidate& candidate = candidates[*ordinal];
       candidate.ordinal = *ordinal;
       candidate.claims.push_back({tmpl.name, name, *uid});
@@ -227,6 +228,7 @@ std::string explain(const ForeignClaim& claim) {
 }
 
 std::string explain(const DrainCandidatesError& error) {
+  // `detail` names the object and the field (engine/k8s_objects.h), whichever kind it is.
   return "cannot tell which claims to drain: " + error.detail;
 }
 

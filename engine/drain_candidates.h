@@ -87,10 +87,11 @@ struct DrainCandidates {
   friend bool operator==(const DrainCandidates&, const DrainCandidates&) = default;
 };
 
-// The StatefulSet, a claim or a pod could not be read (`detail` names the object and field).
-// Nothing may be drained on a guess.
+// What could not be read. Nothing may be drained on a guess.
+enum class DrainUnreadable { StatefulSet, Claim, Pod };
 struct DrainCandidatesError {
-  std::string detail;
+  DrainUnreadable what = DrainUnreadable::StatefulSet;
+  std::string detail;  // the object and the field: "Pod shop/x: spec.volumes[0] is not an object"
   friend bool operator==(const DrainCandidatesError&, const DrainCandidatesError&) = default;
 };
 

@@ -350,7 +350,15 @@ TEST(DrainCandidates, AClaimLabelledForAnotherStatefulSetIsLeftAlone) {
 TEST(DrainCandidates, UnreadableObjectsAreErrorsNotGuesses) {
   Json sts = statefulset(2);
   sts["spec"]["replicas"] = "2";
-  EXPECT_FALSE(drain_candidates(sts, std::vector<Json>{claim("data-web-2")}, {}).has_value());
+  auto of_sts = drain_candidates(sts, std::vector<Json>{claim("data-web-2")}, {});
+  ASSERT_FALSE(of_sts.has_value());
+  EXPECT_EQ(of_sts.error().what, DrainUnreadable::StatefulSet);
+
+  Json bad_claim = claim("data-web-2");
+  bad_claim["metadata"]["uid"] = 7;
+  auto of_claim = drain_candidates(statefulset(2), std::vector<Json>{bad_claim}, {});
+  ASSERT_FALSE(of_claim.has_value());
+  EXPECT_EQ(of_claim.error().what, DrainUnreadable::Claim);
 
   Json bad_pod = pod("inspect");
   bad_pod["spec"]["volumes"] =
@@ -358,6 +366,7 @@ TEST(DrainCandidates, UnreadableObjectsAreErrorsNotGuesses) {
   auto result = drain_candidates(statefulset(2), std::vector<Json>{claim("data-web-2")},
                                  std::vector<Json>{bad_pod});
   ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().what, DrainUnreadable::Pod);
   EXPECT_NE(explain(result.error()).find("spec.volumes[0].persistentVolumeClaim"),
             std::string::npos)
       << explain(result.error());
