@@ -88,16 +88,19 @@ Json with_operation(Json statefulset, const Operation& operation) {
     annotations.erase(state_key);
     annotations.erase(phase_key);
     annotations.erase(original_key);
-    annotations[std::string{kLastOperationAnnotation}] = Json{
-        {"id", operation.id},
-        {"outcome", to_string(operation.phase)},
-        {"finished",
-         format_timestamp(operation.phase_since)}}.dump();
+    Json last{{"id", operation.id},
+              {"outcome", to_string(operation.phase)},
+              {"finished", format_timestamp(operation.phase_since)}};
+    if (operation.kind != OperationKind::Resize) last["kind"] = to_string(operation.kind);
+    annotations[std::string{kLastOperationAnnotation}] = last.dump();
     return statefulset;
   }
   annotations[state_key] = encode_state_annotation(operation);
   annotations[phase_key] = std::string{to_string(operation.phase)};
-  annotations[original_key] = std::to_string(operation.original_replicas);
+  // What a resize scales back to; a drain changes no replica count.
+  if (operation.kind == OperationKind::Resize) {
+    annotations[original_key] = std::to_string(operation.original_replicas);
+  }
   if (operation.phase == Phase::Failed) {
     Json& labels = metadata["labels"];
     if (!labels.is_object()) labels = Json::object();

@@ -1,5 +1,6 @@
 #include "engine/fold.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "engine/actions/explain.h"
@@ -61,6 +62,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
       op.statefulset = record.statefulset;
       op.sts_uid = started->sts_uid;
       op.original_replicas = started->original_replicas;
+      op.kind = started->kind;
       op.started = record.time;
       op.phase_since = record.time;
       state_ = std::move(op);
@@ -90,6 +92,11 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
     if (op.phase == phase) return {};
     return std::unexpected(type + " in phase " + std::string{to_string(op.phase)} +
                            " (belongs to " + std::string{to_string(phase)} + ")");
+  };
+  auto drain_of = [&](int ordinal) -> std::expected<OrdinalDrain*, std::string> {
+    if (OrdinalDrain* drain = op.find_drain(ordinal)) return drain;
+    return std::unexpected(type + " names ordinal " + std::to_string(ordinal) +
+                           ", which is not in the drain");
   };
   auto claim_of = [&](const std::string& name) -> std::expected<ClaimPlan*, std::string> {
     if (ClaimPlan* claim = op.find_claim(name)) return claim;
@@ -149,7 +156,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
                                      " but the operation is in " +
                                      std::string{to_string(op.phase)});
             }
-            if (!rules_->allowed(e.from, e.event, op.sources_intact(), e.to, op.failed_in)) {
+            if (!rules().allowed(e.from, e.event, op.sources_intact(), e.to, op.failed_in)) {
               return std::unexpected("transition " + std::string{to_string(e.from)} + " -> " +
                                      std::string{to_string(e.to)} + " on " +
                                      std::string{to_string(e.event)} +
@@ -255,6 +262,11 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
               return std::unexpected("Resumed snapshot of " + e.snapshot.id + " in the stream of " +
                                      op.id);
             }
+            if (e.snapshot.kind != op.kind) {
+              return std::unexpected("Resumed snapshot of a " +
+                                     std::string{to_string(e.snapshot.kind)} +
+                                     " in the stream of a " + std::string{to_string(op.kind)});
+            }
             // The annotation may lag the journal by the one transition a crash between the
             // two leaves, or lead it by any number of transitions the machine allows: those were
             // taken by another process with a journal of its own (`stsresize advance
@@ -262,7 +274,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             const bool lags_by_at_most_one =
                 e.snapshot.phase == op.phase || e.snapshot.phase == previous_phase_;
             if (!lags_by_at_most_one &&
-                !reachable(*rules_, op.phase, e.snapshot.phase, op.failed_in)) {
+                !reachable(rules(), op.phase, e.snapshot.phase, op.failed_in)) {
               return std::unexpected(
                   "Resumed at phase " + std::string{to_string(e.snapshot.phase)} +
                   " but the journal is at " + std::string{to_string(op.phase)} +
@@ -276,7 +288,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
           [&](const ApprovalAwaited& e) -> Result {
             if (auto ok = in_phase(e.from); !ok) return ok;
             if (e.event == Trigger::CriticalError ||
-                !rules_->allowed(e.from, e.event, op.sources_intact(), e.to)) {
+                !rules().allowed(e.from, e.event, op.sources_intact(), e.to)) {
               return std::unexpected("ApprovalAwaited for " + std::string{to_string(e.from)} +
                                      " -> " + std::string{to_string(e.to)} + " on " +
                                      std::string{to_string(e.event)} +
@@ -296,7 +308,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
               // Sources intact: the old operation's last word, a new operation starts from them.
               // Sources replaced: the PhaseChanged on Resume follows in the same append.
               const bool resumable =
-                  op.failed_in && rules_->allowed(Phase::Failed, Trigger::Resume, false,
+                  op.failed_in && rules().allowed(Phase::Failed, Trigger::Resume, false,
                                                   *op.failed_in, op.failed_in);
               if (op.phase != Phase::Failed || (!op.sources_intact() && !resumable)) {
                 return std::unexpected(
@@ -313,7 +325,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
                 return std::unexpected("OperatorAction skip of " + std::string{to_string(e.phase)} +
                                        " accepted in phase " + std::string{to_string(op.phase)});
               }
-              if (auto allowed = check_skip(op, *rules_); !allowed) {
+              if (auto allowed = check_skip(op, rules()); !allowed) {
                 return std::unexpected("OperatorAction skip accepted in phase " +
                                        std::string{to_string(op.phase)} + ": " +
                                        explain(allowed.error(), op));
@@ -323,7 +335,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             if (taken == Action::Abort) {
               // Taken only where the rules let a person abort (sources intact); the
               // PhaseChanged on Abort follows in the same append.
-              if (auto allowed = check_abort(op, *rules_); !allowed) {
+              if (auto allowed = check_abort(op, rules()); !allowed) {
                 return std::unexpected("OperatorAction abort accepted in phase " +
                                        std::string{to_string(op.phase)} + ": " +
                                        explain(allowed.error(), op));
@@ -337,6 +349,77 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
                                      " while no transition from it awaited approval");
             }
             return {};
+          },
+          [&](const DrainPlanned& e) -> Result {
+            if (auto ok = in_phase(Phase::Pending); !ok) return ok;
+            if (op.kind != OperationKind::Drain) {
+              return std::unexpected("DrainPlanned in an operation of kind " +
+                                     std::string{to_string(op.kind)});
+            }
+            if (!op.drains.empty()) return std::unexpected("DrainPlanned twice");
+            if (e.ordinals.empty()) return std::unexpected("DrainPlanned without ordinals");
+            for (const OrdinalDrain& d : e.ordinals) {
+              if (d.claims.empty() || d.ended() || !d.pod_uid.empty() ||
+                  std::ranges::any_of(d.claims, [](const OrdinalClaim& c) { return c.deleted; })) {
+                return std::unexpected("DrainPlanned: ordinal " + std::to_string(d.ordinal) +
+                                       " without claims or with progress already");
+              }
+            }
+            op.drains = e.ordinals;
+            return {};
+          },
+          [&](const CleanupPodCreated& e) -> Result {
+            if (auto ok = in_phase(Phase::Draining); !ok) return ok;
+            auto drain = drain_of(e.ordinal);
+            if (!drain) return std::unexpected(drain.error());
+            if ((*drain)->ended() || e.uid.empty()) {
+              return std::unexpected("CleanupPodCreated for ordinal " + std::to_string(e.ordinal) +
+                                     ", which is drained or cancelled, or without a uid");
+            }
+            (*drain)->pod_uid = e.uid;
+            return {};
+          },
+          [&](const CleanupSucceeded& e) -> Result {
+            if (auto ok = in_phase(Phase::Draining); !ok) return ok;
+            auto drain = drain_of(e.ordinal);
+            if (!drain) return std::unexpected(drain.error());
+            if ((*drain)->ended() || (*drain)->pod_uid.empty()) {
+              return std::unexpected("CleanupSucceeded for ordinal " + std::to_string(e.ordinal) +
+                                     " without a cleanup pod, or after it ended");
+            }
+            (*drain)->succeeded = true;
+            return {};
+          },
+          [&](const DrainCancelled& e) -> Result {
+            if (op.phase != Phase::Draining && op.phase != Phase::DeletingClaims &&
+                op.phase != Phase::StoppingDrain) {
+              return std::unexpected("DrainCancelled in phase " + std::string{to_string(op.phase)});
+            }
+            auto drain = drain_of(e.ordinal);
+            if (!drain) return std::unexpected(drain.error());
+            if (!(*drain)->cancelled.empty() || e.reason.empty()) {
+              return std::unexpected("DrainCancelled twice for ordinal " +
+                                     std::to_string(e.ordinal) + ", or without a reason");
+            }
+            (*drain)->cancelled = e.reason;
+            return {};
+          },
+          [&](const DrainedClaimDeleted& e) -> Result {
+            if (auto ok = in_phase(Phase::DeletingClaims); !ok) return ok;
+            for (OrdinalDrain& d : op.drains) {
+              for (OrdinalClaim& c : d.claims) {
+                if (c.claim != e.claim) continue;
+                if (!d.succeeded || !d.cancelled.empty()) {
+                  return std::unexpected("claim " + e.claim +
+                                         " deleted while its ordinal's cleanup has not succeeded "
+                                         "or its drain was cancelled");
+                }
+                c.deleted = true;
+                return {};
+              }
+            }
+            return std::unexpected("DrainedClaimDeleted names claim \"" + e.claim +
+                                   "\", which is not in the drain");
           },
           [&](const OperationFinished& e) -> Result {
             if (!is_terminal(e.outcome) || e.outcome != op.phase) {

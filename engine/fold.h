@@ -40,6 +40,10 @@ class ValidatingFold {
 
  private:
   std::expected<void, std::string> apply_event(const JournalRecord& record, const Entry& event);
+  // The table of the operation's kind.
+  const TransitionRules& rules() const {
+    return rules_->of(state_ ? state_->kind : OperationKind::Resize);
+  }
 
   const TransitionRules* rules_;
   std::optional<Operation> state_;

@@ -73,6 +73,8 @@ template <>
 struct Codec<Trigger> : EnumCodec<Trigger, &parse_trigger> {};
 template <>
 struct Codec<Path> : EnumCodec<Path, &parse_path> {};
+template <>
+struct Codec<OperationKind> : EnumCodec<OperationKind, &parse_kind> {};
 
 // A nested document read by its own strict codec (engine/operation_codec.h), which names
 // the place ("event Planned.claims[1]") in its messages.
@@ -129,6 +131,24 @@ struct Codec<std::vector<ClaimPlan>> {
                               &decode_claim_plan));
     }
     return claims;
+  }
+};
+
+template <>
+struct Codec<std::vector<OrdinalDrain>> {
+  static Json encode(const std::vector<OrdinalDrain>& value) {
+    Json drains = Json::array();
+    for (const OrdinalDrain& drain : value) drains.push_back(encode_ordinal_drain(drain));
+    return drains;
+  }
+  static std::vector<OrdinalDrain> decode(StrictObject& in, std::string_view key) {
+    const Json& array = in.array(key);
+    std::vector<OrdinalDrain> drains;
+    for (std::size_t i = 0; in.ok() && i < array.size(); ++i) {
+      drains.push_back(nested(in, std::string{key} + "[" + std::to_string(i) + "]", array[i],
+                              &decode_ordinal_drain));
+    }
+    return drains;
   }
 };
 
@@ -260,10 +280,14 @@ struct EntryType<OperationStarted> {
       field("trigger", &OperationStarted::trigger),
       field("stsUid", &OperationStarted::sts_uid),
       field("originalReplicas", &OperationStarted::original_replicas),
+      added_field("kind", &OperationStarted::kind),
   };
   static std::string text(const OperationStarted& e) {
     std::string replicas =
         std::to_string(e.original_replicas) + (e.original_replicas == 1 ? " replica" : " replicas");
+    if (e.kind != OperationKind::Resize) {
+      replicas = std::string{to_string(e.kind)} + ", " + replicas;
+    }
     return e.trigger.empty() ? replicas : e.trigger + " (" + replicas + ")";
   }
 };
@@ -480,6 +504,68 @@ struct EntryType<OperatorAction> {
     if (!e.refused.empty()) out += ": refused: " + e.refused;
     return out;
   }
+};
+
+template <>
+struct EntryType<DrainPlanned> {
+  static constexpr std::string_view name = "DrainPlanned";
+  static constexpr auto fields = std::tuple{
+      field("ordinals", &DrainPlanned::ordinals),
+  };
+  static std::string text(const DrainPlanned& e) {
+    std::string out;
+    for (const OrdinalDrain& d : e.ordinals) {
+      out += (out.empty() ? "ordinal " : "; ordinal ") + std::to_string(d.ordinal) + ":";
+      for (std::size_t i = 0; i < d.claims.size(); ++i) {
+        out += (i == 0 ? " " : ", ") + d.claims[i].claim;
+      }
+    }
+    return out;
+  }
+};
+
+template <>
+struct EntryType<CleanupPodCreated> {
+  static constexpr std::string_view name = "CleanupPodCreated";
+  static constexpr auto fields = std::tuple{
+      field("ordinal", &CleanupPodCreated::ordinal),
+      field("uid", &CleanupPodCreated::uid),
+  };
+  static std::string text(const CleanupPodCreated& e) {
+    return "ordinal " + std::to_string(e.ordinal) + ": cleanup pod uid " + e.uid;
+  }
+};
+
+template <>
+struct EntryType<CleanupSucceeded> {
+  static constexpr std::string_view name = "CleanupSucceeded";
+  static constexpr auto fields = std::tuple{
+      field("ordinal", &CleanupSucceeded::ordinal),
+  };
+  static std::string text(const CleanupSucceeded& e) {
+    return "ordinal " + std::to_string(e.ordinal) + ": cleanup pod Succeeded";
+  }
+};
+
+template <>
+struct EntryType<DrainCancelled> {
+  static constexpr std::string_view name = "DrainCancelled";
+  static constexpr auto fields = std::tuple{
+      field("ordinal", &DrainCancelled::ordinal),
+      field("reason", &DrainCancelled::reason),
+  };
+  static std::string text(const DrainCancelled& e) {
+    return "ordinal " + std::to_string(e.ordinal) + " cancelled, claims kept: " + e.reason;
+  }
+};
+
+template <>
+struct EntryType<DrainedClaimDeleted> {
+  static constexpr std::string_view name = "DrainedClaimDeleted";
+  static constexpr auto fields = std::tuple{
+      field("claim", &DrainedClaimDeleted::claim),
+  };
+  static std::string text(const DrainedClaimDeleted& e) { return e.claim; }
 };
 
 // ---- From the rows -----------------------------------------------------------------------------

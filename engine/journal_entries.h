@@ -26,6 +26,7 @@ struct OperationStarted {
   std::string trigger;  // why, for people: "template data grew to 2Gi"
   std::string sts_uid;
   std::int32_t original_replicas = 0;
+  OperationKind kind = OperationKind::Resize;  // not written for a resize
   friend bool operator==(const OperationStarted&, const OperationStarted&) = default;
 };
 // Explicit request (engine/resize_request.h): the validated template changes, journaled with
@@ -140,6 +141,35 @@ struct OperatorAction {
   std::string refused;           // why it was refused; empty: accepted
   friend bool operator==(const OperatorAction&, const OperatorAction&) = default;
 };
+// A drain's ordinals and their claims (uids as found), journaled before its first cleanup pod.
+struct DrainPlanned {
+  std::vector<OrdinalDrain> ordinals;
+  friend bool operator==(const DrainPlanned&, const DrainPlanned&) = default;
+};
+// The cleanup pod of an ordinal exists: created by this drain, or found (left by an earlier
+// drain or by the StatefulSet Scale-Down Controller) and taken over.
+struct CleanupPodCreated {
+  std::int32_t ordinal = 0;
+  std::string uid;
+  friend bool operator==(const CleanupPodCreated&, const CleanupPodCreated&) = default;
+};
+// The cleanup pod of an ordinal ran to Succeeded: its claims may be deleted.
+struct CleanupSucceeded {
+  std::int32_t ordinal = 0;
+  friend bool operator==(const CleanupSucceeded&, const CleanupSucceeded&) = default;
+};
+// An ordinal's drain ended without deleting its claims: the StatefulSet was scaled back up over
+// it, or the drain was stopped (failure, abort). Its cleanup pod is deleted.
+struct DrainCancelled {
+  std::int32_t ordinal = 0;
+  std::string reason;
+  friend bool operator==(const DrainCancelled&, const DrainCancelled&) = default;
+};
+// A drained claim was deleted (its cleanup pod Succeeded and is gone).
+struct DrainedClaimDeleted {
+  std::string claim;
+  friend bool operator==(const DrainedClaimDeleted&, const DrainedClaimDeleted&) = default;
+};
 struct OperationFinished {
   Phase outcome = Phase::Completed;
   friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
@@ -147,13 +177,15 @@ struct OperationFinished {
 
 }  // namespace entries
 
-using Entry = std::variant<entries::OperationStarted, entries::TemplateUpdateRequested,
-                           entries::DefinitionSaved, entries::StatefulSetRecreated,
-                           entries::Planned, entries::PhaseChanged, entries::ActionIntended,
-                           entries::BackupVerified, entries::SourceDeleted, entries::ClaimRecreated,
-                           entries::RestoreVerified, entries::ClaimExpanded, entries::StepFailed,
-                           entries::Resumed, entries::OperationFinished, entries::ApprovalAwaited,
-                           entries::OperatorAction, entries::ClaimDiscarded>;
+using Entry =
+    std::variant<entries::OperationStarted, entries::TemplateUpdateRequested,
+                 entries::DefinitionSaved, entries::StatefulSetRecreated, entries::Planned,
+                 entries::PhaseChanged, entries::ActionIntended, entries::BackupVerified,
+                 entries::SourceDeleted, entries::ClaimRecreated, entries::RestoreVerified,
+                 entries::ClaimExpanded, entries::StepFailed, entries::Resumed,
+                 entries::OperationFinished, entries::ApprovalAwaited, entries::OperatorAction,
+                 entries::ClaimDiscarded, entries::DrainPlanned, entries::CleanupPodCreated,
+                 entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these

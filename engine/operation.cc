@@ -45,6 +45,12 @@ std::string_view to_string(Phase phase) {
       return "Expanding";
     case Phase::ScalingBack:
       return "ScalingBack";
+    case Phase::Draining:
+      return "Draining";
+    case Phase::DeletingClaims:
+      return "DeletingClaims";
+    case Phase::StoppingDrain:
+      return "StoppingDrain";
     case Phase::Completed:
       return "Completed";
     case Phase::Failed:
@@ -87,12 +93,28 @@ std::string_view to_string(Trigger event) {
       return "BackupStale";
     case Trigger::RecreateAgain:
       return "RecreateAgain";
+    case Trigger::StartDrain:
+      return "StartDrain";
   }
   return "Unknown";
 }
 
 std::optional<Trigger> parse_trigger(std::string_view text) {
   return parse_by_name(text, kAllTriggers);
+}
+
+std::string_view to_string(OperationKind kind) {
+  switch (kind) {
+    case OperationKind::Resize:
+      return "Resize";
+    case OperationKind::Drain:
+      return "Drain";
+  }
+  return "Unknown";
+}
+
+std::optional<OperationKind> parse_kind(std::string_view text) {
+  return parse_by_name(text, kAllKinds);
 }
 
 std::string_view to_string(Path path) {
@@ -111,7 +133,28 @@ std::optional<Path> parse_path(std::string_view text) {
   return parse_by_name(text, kAllPaths);
 }
 
+namespace {
+
+std::string drain_progress_mismatch(const Operation& op) {
+  const auto phase = std::string{to_string(op.phase)};
+  for (const OrdinalDrain& d : op.drains) {
+    const std::string ordinal = "ordinal " + std::to_string(d.ordinal);
+    for (const OrdinalClaim& c : d.claims) {
+      if (c.deleted && !d.succeeded) {
+        return "claim " + c.claim + ": deleted before its cleanup pod succeeded";
+      }
+    }
+    if (op.phase == Phase::DeletingClaims && !d.ended()) {
+      return phase + " while " + ordinal + " is neither drained nor cancelled";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string progress_mismatch(const Operation& op) {
+  if (op.kind == OperationKind::Drain) return drain_progress_mismatch(op);
   const auto phase = std::string{to_string(op.phase)};
   for (const ClaimPlan& c : op.claims) {
     if (c.source_deleted && !c.backup_verified) {
@@ -160,8 +203,26 @@ std::string unwritten_state(const Operation& op) {
 }
 
 bool Operation::sources_intact() const {
-  return std::none_of(claims.begin(), claims.end(),
+  const bool drained_claim_deleted = std::ranges::any_of(drains, [](const OrdinalDrain& d) {
+    return std::ranges::any_of(d.claims, [](const OrdinalClaim& c) { return c.deleted; });
+  });
+  return !drained_claim_deleted &&
+         std::none_of(claims.begin(), claims.end(),
                       [](const ClaimPlan& c) { return c.source_deleted; });
+}
+
+const OrdinalDrain* Operation::find_drain(int ordinal) const {
+  for (const OrdinalDrain& d : drains) {
+    if (d.ordinal == ordinal) return &d;
+  }
+  return nullptr;
+}
+
+OrdinalDrain* Operation::find_drain(int ordinal) {
+  for (OrdinalDrain& d : drains) {
+    if (d.ordinal == ordinal) return &d;
+  }
+  return nullptr;
 }
 
 const ClaimPlan* Operation::find_claim(std::string_view claim) const {

@@ -1,7 +1,8 @@
 #pragma once
-// The model of one resize operation: what the engine is doing to one StatefulSet, and how far
-// it got. The authoritative copy lives in the StatefulSet's annotations (engine/annotations.h);
-// the journal (engine/fold.h) can rebuild it by folding the operation's events.
+// The model of one operation (a resize or a scale-down drain): what the engine is doing to one
+// StatefulSet, and how far it got. The authoritative copy lives in the StatefulSet's annotations
+// (engine/annotations.h); the journal (engine/fold.h) can rebuild it by folding the operation's
+// events.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,14 +28,18 @@ enum class Phase {
   CleaningUp,
   Expanding,
   ScalingBack,
+  // The scale-down drain's (states/drain_machine.cc).
+  Draining,
+  DeletingClaims,
+  StoppingDrain,
   Completed,
   Failed,
 };
 inline constexpr Phase kAllPhases[] = {
-    Phase::Pending,    Phase::UpdatingTemplate, Phase::Planning,    Phase::ScalingDown,
-    Phase::BackingUp,  Phase::Recreating,       Phase::Restoring,   Phase::ScalingUp,
-    Phase::CleaningUp, Phase::Expanding,        Phase::ScalingBack, Phase::Completed,
-    Phase::Failed,
+    Phase::Pending,        Phase::UpdatingTemplate, Phase::Planning,    Phase::ScalingDown,
+    Phase::BackingUp,      Phase::Recreating,       Phase::Restoring,   Phase::ScalingUp,
+    Phase::CleaningUp,     Phase::Expanding,        Phase::ScalingBack, Phase::Draining,
+    Phase::DeletingClaims, Phase::StoppingDrain,    Phase::Completed,   Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -66,6 +71,8 @@ enum class Trigger {
   // cannot be mounted, after a pod of the application used it first) or that someone deleted:
   // back to Recreating, which creates it again. Nothing on it was verified, so nothing is lost.
   RecreateAgain,
+  // A scale-down drain starts: cleanup pods for the ordinals a scale-down left behind.
+  StartDrain,
 };
 inline constexpr Trigger kAllTriggers[] = {
     Trigger::StartPlanning, Trigger::StartTemplateUpdate,
@@ -74,9 +81,20 @@ inline constexpr Trigger kAllTriggers[] = {
     Trigger::ScaleBackDone, Trigger::Abort,
     Trigger::Skip,          Trigger::Resume,
     Trigger::BackupStale,   Trigger::RecreateAgain,
+    Trigger::StartDrain,
 };
 std::string_view to_string(Trigger event);
 std::optional<Trigger> parse_trigger(std::string_view text);
+
+// What an operation does. Each kind has its own table (states/machine.h: rules_for) over the one
+// Phase vocabulary; Pending, Completed and Failed are every kind's.
+//   Resize  change the volumeClaimTemplates' size or class and the claims with them
+//   Drain   run a cleanup pod on the claims a scale-down left without their replica, then
+//           delete them (the StatefulSet Scale-Down Controller's job)
+enum class OperationKind { Resize, Drain };
+inline constexpr OperationKind kAllKinds[] = {OperationKind::Resize, OperationKind::Drain};
+std::string_view to_string(OperationKind kind);
+std::optional<OperationKind> parse_kind(std::string_view text);
 
 // Expand: the StorageClass allows expansion and every change is a pure grow; no downtime.
 // Copy: scale down, back up, recreate, restore, scale up.
@@ -113,6 +131,28 @@ struct ClaimPlan {
   friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
 };
 
+// A claim of an ordinal being drained, by name (as the StatefulSet controller finds it).
+struct OrdinalClaim {
+  std::string claim;  // "<template>-<sts>-<ordinal>"
+  std::string uid;    // when planned: the delete is preconditioned on it
+  bool deleted = false;
+  friend bool operator==(const OrdinalClaim&, const OrdinalClaim&) = default;
+};
+
+// One ordinal a scale-down left without its replica, and how far its drain got.
+struct OrdinalDrain {
+  int ordinal = 0;
+  std::vector<OrdinalClaim> claims;
+  // Progress, changed only by recorded events.
+  std::string pod_uid;     // the cleanup pod created (or taken over); empty: none yet
+  bool succeeded = false;  // the cleanup pod ran to Succeeded
+  // The ordinal is a replica's again (scaled back up) or the drain was stopped before its
+  // cleanup succeeded: its claims are kept. Why, for people.
+  std::string cancelled;
+  bool ended() const { return succeeded || !cancelled.empty(); }
+  friend bool operator==(const OrdinalDrain&, const OrdinalDrain&) = default;
+};
+
 // One volumeClaimTemplate change asked for by the stsresize.dev/resize annotation
 // (engine/resize_request.h). nullopt/empty: that field is left as it is.
 struct TemplateChange {
@@ -139,10 +179,13 @@ struct Operation {
   // uid of the StatefulSet object the operation works on. An explicit request re-creates the
   // object (UpdatingTemplate): StatefulSetRecreated switches this to the new object's uid.
   std::string sts_uid;
+  OperationKind kind = OperationKind::Resize;
   Phase phase = Phase::Pending;
   Path path = Path::Undecided;
   std::int32_t original_replicas = 0;
   std::vector<ClaimPlan> claims;
+  // A drain's ordinals (empty for a resize).
+  std::vector<OrdinalDrain> drains;
   // Explicit request only (empty for the template trigger): the template changes applied by
   // re-creating the StatefulSet, and whether the re-created object's uid has been recorded.
   std::vector<TemplateChange> template_changes;
@@ -166,8 +209,11 @@ struct Operation {
 
   friend bool operator==(const Operation&, const Operation&) = default;
 
-  // True while no source claim has been deleted: scaling back up is then safe.
+  // True while no source claim has been deleted (a resize) and no drained claim (a drain):
+  // scaling back up, or stopping the drain, then keeps every byte.
   bool sources_intact() const;
+  const OrdinalDrain* find_drain(int ordinal) const;
+  OrdinalDrain* find_drain(int ordinal);
   const ClaimPlan* find_claim(std::string_view claim) const;
   ClaimPlan* find_claim(std::string_view claim);
 };

@@ -118,6 +118,51 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
   return claim;
 }
 
+Json encode_ordinal_drain(const OrdinalDrain& drain) {
+  Json claims = Json::array();
+  for (const OrdinalClaim& c : drain.claims) {
+    claims.push_back(Json{{"claim", c.claim}, {"uid", c.uid}, {"deleted", c.deleted}});
+  }
+  return Json{{"ordinal", drain.ordinal},
+              {"claims", std::move(claims)},
+              {"podUid", drain.pod_uid},
+              {"succeeded", drain.succeeded},
+              {"cancelled", drain.cancelled}};
+}
+
+std::expected<OrdinalDrain, std::string> decode_ordinal_drain(const Json& document,
+                                                              const std::string& where) {
+  StrictObject in{document, where};
+  OrdinalDrain drain;
+  const std::int64_t ordinal = in.integer("ordinal");
+  if (in.ok() && (ordinal < 0 || ordinal > INT32_MAX)) in.fail(where + ": ordinal out of range");
+  drain.ordinal = static_cast<int>(ordinal);
+  const Json& claims = in.array("claims");
+  if (in.ok()) {
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+      StrictObject claim{claims[i], where + ".claims[" + std::to_string(i) + "]"};
+      OrdinalClaim c;
+      c.claim = claim.string("claim");
+      c.uid = claim.string("uid");
+      c.deleted = claim.boolean("deleted");
+      if (auto done = claim.finish(); !done) {
+        in.fail(done.error());
+        break;
+      }
+      if (c.claim.empty()) {
+        in.fail(claim.where() + ": claim name is empty");
+        break;
+      }
+      drain.claims.push_back(std::move(c));
+    }
+  }
+  drain.pod_uid = in.string("podUid");
+  drain.succeeded = in.boolean("succeeded");
+  drain.cancelled = in.string("cancelled");
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  return drain;
+}
+
 Json encode_template_change(const TemplateChange& change) {
   return Json{{"template", change.template_name},
               {"storage", change.storage ? change.storage->to_string() : ""},
@@ -198,6 +243,15 @@ Json encode_operation(const Operation& operation) {
       {"phaseSince", format_timestamp(operation.phase_since)},
       {"lastSequence", operation.last_sequence},
   };
+  // A resize's state reads as it did before there were other kinds.
+  if (operation.kind != OperationKind::Resize) document["kind"] = to_string(operation.kind);
+  if (!operation.drains.empty()) {
+    Json drains = Json::array();
+    for (const OrdinalDrain& drain : operation.drains) {
+      drains.push_back(encode_ordinal_drain(drain));
+    }
+    document["drains"] = std::move(drains);
+  }
   if (!operation.warning.empty()) document["warning"] = operation.warning;
   if (operation.awaiting) {
     document["awaitingApproval"] = Json{{"from", to_string(operation.awaiting->from)},
@@ -263,6 +317,29 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
         break;
       }
       op.claims.push_back(std::move(*claim));
+    }
+  }
+  if (in.ok() && document.contains("kind")) {
+    const std::string kind = in.string("kind");
+    auto parsed = parse_kind(kind);
+    if (in.ok() && (!parsed || *parsed == OperationKind::Resize)) {
+      in.fail(where + ": unknown kind \"" + kind + "\"");
+    } else if (in.ok()) {
+      op.kind = *parsed;
+    }
+  }
+  if (in.ok() && document.contains("drains")) {
+    const Json& drains = in.array("drains");
+    for (std::size_t i = 0; in.ok() && i < drains.size(); ++i) {
+      auto drain = decode_ordinal_drain(drains[i], where + ".drains[" + std::to_string(i) + "]");
+      if (!drain) {
+        in.fail(drain.error());
+      } else {
+        op.drains.push_back(std::move(*drain));
+      }
+    }
+    if (in.ok() && op.kind != OperationKind::Drain) {
+      in.fail(where + ": \"drains\" in an operation of kind " + std::string{to_string(op.kind)});
     }
   }
   op.failure = in.string("failure");

@@ -28,6 +28,10 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
                                                         const std::string& where);
 
 // {"template": name, "storage": "20Gi" or "", "storageClassName": name or ""}.
+Json encode_ordinal_drain(const OrdinalDrain& drain);
+std::expected<OrdinalDrain, std::string> decode_ordinal_drain(const Json& document,
+                                                              const std::string& where);
+
 Json encode_template_change(const TemplateChange& change);
 std::expected<TemplateChange, std::string> decode_template_change(const Json& document,
                                                                   const std::string& where);

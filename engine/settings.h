@@ -1,5 +1,7 @@
 #pragma once
 // What a platform engineer may tune about how the engine works (flags of `stsresize run`).
+#include <cstdint>
+
 #include "engine/copy_job.h"
 #include "engine/time.h"
 
@@ -18,6 +20,14 @@ struct EngineSettings {
   // and a warning in the state, once; the operation keeps waiting, as the data is already
   // restored and verified — failing would only leave the backups to a person.
   Duration scale_up_timeout = std::chrono::minutes{30};
+  // Cleanup pods running at once per drain (a StatefulSet with podManagementPolicy OrderedReady
+  // drains one ordinal at a time, as its replicas start and stop one at a time).
+  int max_parallel_drains = 2;
+  // A drain whose cleanup pods have not all Succeeded this long after it began fails: its
+  // cleanup pods are deleted, every claim kept.
+  Duration drain_timeout = std::chrono::hours{1};
+  // A cleanup pod restarted more often than this (restartPolicy OnFailure) fails the drain.
+  std::int32_t drain_restart_limit = 5;
   // How soon to look again while waiting for the cluster.
   Duration poll_interval = std::chrono::seconds{5};
   // Steps one reconcile may run back to back while they make progress without waiting.

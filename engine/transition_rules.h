@@ -19,6 +19,13 @@ class TransitionRules {
   bool allowed(Phase from, Trigger event, bool sources_intact, Phase to) const {
     return allowed(from, event, sources_intact, to, std::nullopt);
   }
+  // The rules of one kind of operation. A kind's own table answers itself; the rules of every
+  // kind (what fold() and replay() receive, as they meet operations of any kind) answer that
+  // kind's table, so that what is decided about one operation is decided by its own table.
+  virtual const TransitionRules& of(OperationKind kind) const {
+    (void)kind;
+    return *this;
+  }
 };
 
 }  // namespace stsresize

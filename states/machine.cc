@@ -38,6 +38,7 @@ struct Resume {
 };
 struct BackupStale {};
 struct RecreateAgain {};
+struct StartDrain {};
 
 // States: one per Phase.
 template <Phase P>
@@ -55,6 +56,9 @@ using ScalingUp = PhaseState<Phase::ScalingUp>;
 using CleaningUp = PhaseState<Phase::CleaningUp>;
 using Expanding = PhaseState<Phase::Expanding>;
 using ScalingBack = PhaseState<Phase::ScalingBack>;
+using Draining = PhaseState<Phase::Draining>;
+using DeletingClaims = PhaseState<Phase::DeletingClaims>;
+using StoppingDrain = PhaseState<Phase::StoppingDrain>;
 using Completed = PhaseState<Phase::Completed>;
 using Failed = PhaseState<Phase::Failed>;
 
@@ -84,6 +88,21 @@ struct FailedIn {
 using InRestoring = FailedIn<Phase::Restoring>;
 using InScalingUp = FailedIn<Phase::ScalingUp>;
 using InCleaningUp = FailedIn<Phase::CleaningUp>;
+
+// What each table does with an event it has no row for: remember it, and fire() turns it into
+// an error value (MSM's default would assert).
+#define REFUSALS_REMEMBERED                                \
+  template <class M, class E>                              \
+  void no_transition(const E&, M&, int) {                  \
+    refused = true;                                        \
+  }                                                        \
+  template <class M, class E>                              \
+  void exception_caught(const E&, M&, std::exception& e) { \
+    refused = true;                                        \
+    exception = e.what();                                  \
+  }                                                        \
+  bool refused = false;                                    \
+  std::string exception;
 
 struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
   using initial_state = Pending;
@@ -134,30 +153,40 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
   > {};
   // clang-format on
 
-  // An event with no row from the current state: remembered and turned into an error value
-  // by fire(); MSM's default would assert.
-  template <class M, class E>
-  void no_transition(const E&, M&, int) {
-    refused = true;
-  }
-  template <class M, class E>
-  void exception_caught(const E&, M&, std::exception& e) {
-    refused = true;
-    exception = e.what();
-  }
-
-  bool refused = false;
-  std::string exception;
+  REFUSALS_REMEMBERED
 };
 
 using ResizeMachine = msm::back::state_machine<ResizeMachine_>;
 
-template <class State>
-constexpr int state_id() {
-  return msm::back::get_state_id<ResizeMachine::stt, State>::value;
-}
+// The scale-down drain. Nothing is deleted before DeletingClaims, so a failure or a person's
+// abort in Draining stops it (StoppingDrain deletes the cleanup pods, keeps every claim).
+struct DrainMachine_ : msm::front::state_machine_def<DrainMachine_> {
+  using initial_state = Pending;
 
-// MSM numbers states by order of appearance; map both ways once.
+  // clang-format off
+  struct transition_table : mpl::vector<
+    //   From              Event                To                Action Guard
+    Row< Pending,          StartDrain,          Draining,         none,  none         >,
+    Row< Draining,         StepDone,            DeletingClaims,   none,  none         >,
+    Row< DeletingClaims,   StepDone,            Completed,        none,  none         >,
+    Row< Draining,         CriticalError,       StoppingDrain,    none,  none         >,
+    Row< Draining,         Abort,               StoppingDrain,    none,  Intact       >,
+    // Held for approval before its first cleanup pod (stsresize.dev/mode): a person may stop it
+    Row< Pending,          Abort,               StoppingDrain,    none,  Intact       >,
+    Row< StoppingDrain,    StepDone,            Failed,           none,  none         >,
+    Row< StoppingDrain,    CriticalError,       Failed,           none,  none         >,
+    Row< DeletingClaims,   CriticalError,       Failed,           none,  none         >
+  > {};
+  // clang-format on
+
+  REFUSALS_REMEMBERED
+};
+
+using DrainMachine = msm::back::state_machine<DrainMachine_>;
+
+// MSM numbers a table's states by order of appearance; map both ways once. A phase that is not
+// in the table has no id (-1): a machine of that kind is never in it.
+template <class Back>
 struct StateIds {
   std::array<int, std::size(kAllPhases)> id_of_phase{};
   std::array<Phase, std::size(kAllPhases)> phase_of_id{};
@@ -165,57 +194,54 @@ struct StateIds {
   template <class... States>
   static StateIds make() {
     StateIds ids;
-    ((ids.id_of_phase[static_cast<std::size_t>(States::phase)] = state_id<States>(),
-      ids.phase_of_id[static_cast<std::size_t>(state_id<States>())] = States::phase),
+    ids.id_of_phase.fill(-1);
+    ((ids.id_of_phase[static_cast<std::size_t>(States::phase)] =
+          msm::back::get_state_id<typename Back::stt, States>::value,
+      ids.phase_of_id[static_cast<std::size_t>(
+          msm::back::get_state_id<typename Back::stt, States>::value)] = States::phase),
      ...);
     return ids;
   }
 };
 
-const StateIds& state_ids() {
-  static const StateIds ids =
-      StateIds::make<Pending, UpdatingTemplate, Planning, ScalingDown, BackingUp, Recreating,
-                     Restoring, ScalingUp, CleaningUp, Expanding, ScalingBack, Completed, Failed>();
+template <class Back>
+const StateIds<Back>& state_ids();
+
+template <>
+const StateIds<ResizeMachine>& state_ids() {
+  static const auto ids =
+      StateIds<ResizeMachine>::make<Pending, UpdatingTemplate, Planning, ScalingDown, BackingUp,
+                                    Recreating, Restoring, ScalingUp, CleaningUp, Expanding,
+                                    ScalingBack, Completed, Failed>();
   return ids;
 }
 
-class MachineRules final : public TransitionRules {
- public:
-  bool allowed(Phase from, Trigger event, bool sources_intact, Phase to,
-               std::optional<Phase> failed_in) const override {
-    return PhaseMachine::allowed(from, event, sources_intact, to, failed_in);
-  }
-};
+template <>
+const StateIds<DrainMachine>& state_ids() {
+  static const auto ids = StateIds<DrainMachine>::make<Pending, Draining, DeletingClaims,
+                                                       StoppingDrain, Completed, Failed>();
+  return ids;
+}
 
-}  // namespace
-
-struct PhaseMachine::Impl {
-  ResizeMachine machine;
-};
-
-PhaseMachine::PhaseMachine(Phase phase) : impl_(std::make_unique<Impl>()) {
-  impl_->machine.start();
+// The phase after `event` from `from` in table `Back`, or why not.
+template <class Back>
+std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool sources_intact,
+                                          std::optional<Phase> failed_in) {
+  const StateIds<Back>& ids = state_ids<Back>();
+  const int id = ids.id_of_phase[static_cast<std::size_t>(from)];
+  auto refusal = [&](std::string_view why) {
+    std::string message = "event " + std::string{to_string(event)} + " is not allowed in phase " +
+                          std::string{to_string(from)};
+    if (!why.empty()) message += ": " + std::string{why};
+    return std::unexpected(message);
+  };
+  if (id < 0) return refusal("not a phase of this kind of operation");
+  Back m;
+  m.start();
   // MSM has no public way to enter a machine in a given state, and resuming an operation is
   // exactly that. current_state() points into the machine's own (non-const) state array, so
   // writing through it is well-defined; no entry action runs, as none is defined.
-  const_cast<int*>(impl_->machine.current_state())[0] =
-      state_ids().id_of_phase[static_cast<std::size_t>(phase)];
-}
-
-PhaseMachine::~PhaseMachine() = default;
-PhaseMachine::PhaseMachine(PhaseMachine&&) noexcept = default;
-PhaseMachine& PhaseMachine::operator=(PhaseMachine&&) noexcept = default;
-
-Phase PhaseMachine::phase() const {
-  return state_ids().phase_of_id[static_cast<std::size_t>(impl_->machine.current_state()[0])];
-}
-
-std::expected<Phase, std::string> PhaseMachine::fire(Trigger event, bool sources_intact,
-                                                     std::optional<Phase> failed_in) {
-  ResizeMachine& m = impl_->machine;
-  const Phase before = phase();
-  m.refused = false;
-  m.exception.clear();
+  const_cast<int*>(m.current_state())[0] = id;
   switch (event) {
     case Trigger::StartPlanning:
       m.process_event(StartPlanning{});
@@ -253,29 +279,93 @@ std::expected<Phase, std::string> PhaseMachine::fire(Trigger event, bool sources
     case Trigger::RecreateAgain:
       m.process_event(RecreateAgain{});
       break;
+    case Trigger::StartDrain:
+      m.process_event(StartDrain{});
+      break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without
-  // calling no_transition; every row of the table changes the phase, so staying is a refusal.
-  if (m.refused || phase() == before) {
-    std::string message = "event " + std::string{to_string(event)} + " is not allowed in phase " +
-                          std::string{to_string(before)};
-    if (!m.exception.empty()) message += ": " + m.exception;
-    *this = PhaseMachine{before};
-    return std::unexpected(message);
+  // calling no_transition; every row of a table changes the phase, so staying is a refusal.
+  const Phase after = ids.phase_of_id[static_cast<std::size_t>(m.current_state()[0])];
+  if (m.refused || after == from) return refusal(m.exception);
+  return after;
+}
+
+std::expected<Phase, std::string> fire_kind(OperationKind kind, Phase from, Trigger event,
+                                            bool sources_intact, std::optional<Phase> failed_in) {
+  switch (kind) {
+    case OperationKind::Resize:
+      return fire_in<ResizeMachine>(from, event, sources_intact, failed_in);
+    case OperationKind::Drain:
+      return fire_in<DrainMachine>(from, event, sources_intact, failed_in);
   }
-  return phase();
+  return std::unexpected("unknown kind of operation");
+}
+
+class KindRules final : public TransitionRules {
+ public:
+  explicit KindRules(OperationKind kind) : kind_(kind) {}
+  bool allowed(Phase from, Trigger event, bool sources_intact, Phase to,
+               std::optional<Phase> failed_in) const override {
+    auto next = fire_kind(kind_, from, event, sources_intact, failed_in);
+    return next && *next == to;
+  }
+
+ private:
+  OperationKind kind_;
+};
+
+// Every kind's rows: the tables share only Pending, Completed and Failed, and no trigger leaves
+// one of those in two tables, so a row of the union belongs to one kind.
+class AllRules final : public TransitionRules {
+ public:
+  bool allowed(Phase from, Trigger event, bool sources_intact, Phase to,
+               std::optional<Phase> failed_in) const override {
+    for (OperationKind kind : kAllKinds) {
+      if (PhaseMachine::rules(kind).allowed(from, event, sources_intact, to, failed_in)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  const TransitionRules& of(OperationKind kind) const override { return PhaseMachine::rules(kind); }
+};
+
+}  // namespace
+
+PhaseMachine::PhaseMachine(Phase phase) : PhaseMachine(OperationKind::Resize, phase) {}
+PhaseMachine::PhaseMachine(OperationKind kind, Phase phase) : kind_(kind), phase_(phase) {}
+
+std::expected<Phase, std::string> PhaseMachine::fire(Trigger event, bool sources_intact,
+                                                     std::optional<Phase> failed_in) {
+  auto next = fire_kind(kind_, phase_, event, sources_intact, failed_in);
+  if (next) phase_ = *next;
+  return next;
 }
 
 bool PhaseMachine::allowed(Phase from, Trigger event, bool sources_intact, Phase to,
                            std::optional<Phase> failed_in) {
-  PhaseMachine machine{from};
-  auto next = machine.fire(event, sources_intact, failed_in);
-  return next && *next == to;
+  return rules().allowed(from, event, sources_intact, to, failed_in);
+}
+
+const TransitionRules& PhaseMachine::rules(OperationKind kind) {
+  static const KindRules resize{OperationKind::Resize};
+  static const KindRules drain{OperationKind::Drain};
+  return kind == OperationKind::Drain ? drain : resize;
 }
 
 const TransitionRules& PhaseMachine::rules() {
-  static const MachineRules rules;
+  static const AllRules rules;
   return rules;
+}
+
+bool PhaseMachine::has_phase(OperationKind kind, Phase phase) {
+  switch (kind) {
+    case OperationKind::Resize:
+      return state_ids<ResizeMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
+    case OperationKind::Drain:
+      return state_ids<DrainMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
+  }
+  return false;
 }
 
 }  // namespace stsresize

@@ -2,6 +2,8 @@
 #include "states/reconciler_session.h"
 
 #include "engine/actions/explain.h"
+#include "engine/cleanup_pod.h"
+#include "engine/drain_plan.h"
 #include "engine/naming.h"
 #include "engine/planner.h"
 #include "engine/resize_request.h"
@@ -31,8 +33,29 @@ ReconcileResult Reconciler::Session::start() {
   return drive();
 }
 
+std::optional<ReconcileResult> Reconciler::Session::start_drain() {
+  if (!scaledown_pod_template(sts_)) return std::nullopt;
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
+  if (!pods) return retry("listing pods: " + pods.error().message);
+  auto plan = plan_drain(sts_, claims->items, pods->items);
+  if (!plan) {
+    emit_event(EventSeverity::Warning, "InvalidDrain", plan.error() + "; nothing drained");
+    return terminal(plan.error());
+  }
+  if (!plan->has_value()) return std::nullopt;
+  if (auto begun = begin((*plan)->trigger, {entries::DrainPlanned{std::move((*plan)->ordinals)}},
+                         OperationKind::Drain);
+      !begun) {
+    return retry(begun.error());
+  }
+  return drive();
+}
+
 std::expected<void, std::string> Reconciler::Session::begin(const std::string& planned,
-                                                            std::vector<Entry> events) {
+                                                            std::vector<Entry> events,
+                                                            OperationKind kind) {
   const std::string trigger =
       retry_of_ ? retry_trigger(retry_of_->first, retry_of_->second, planned) : planned;
   auto replicas = k8s::spec_replicas(sts_);
@@ -40,7 +63,7 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   if (!replicas || !uid) return std::unexpected(!replicas ? replicas.error() : uid.error());
   if (retry_replicas_) {
     replicas = *retry_replicas_;
-  } else if (*replicas == 0) {
+  } else if (*replicas == 0 && kind == OperationKind::Resize) {
     // An operation whose state was removed (and whose journal is gone, or adopt_unfinished
     // would have continued it) scaled this set to 0: start from what it started from.
     auto mark = original_replicas_mark(sts_);
@@ -69,12 +92,13 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
                          std::string{to_string(changed->to)};
     }
   }
-  events.insert(events.begin(), entries::OperationStarted{trigger, *uid, *replicas});
+  events.insert(events.begin(), entries::OperationStarted{trigger, *uid, *replicas, kind});
+  const std::string started = std::string{to_string(kind)} + "Started";  // "ResizeStarted"
   auto adopted = adopt_unannotated_start(events);
   if (!adopted) return std::unexpected(adopted.error());
   if (*adopted) {
     if (auto written = write_annotation(); !written) return written;
-    emit_event(EventSeverity::Normal, "ResizeStarted",
+    emit_event(EventSeverity::Normal, started,
                "operation " + op_.id + ": " + trigger + first_transition);
     return {};
   }
@@ -87,7 +111,7 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   slot = std::make_unique<ValidatingFold>(PhaseMachine::rules());
   folder_ = slot.get();
   if (auto committed = commit_all(events); !committed) return committed;
-  emit_event(EventSeverity::Normal, "ResizeStarted",
+  emit_event(EventSeverity::Normal, started,
              "operation " + op_.id + ": " + trigger + first_transition);
   return {};
 }

@@ -29,7 +29,7 @@ entries::OperatorAction accepted(const AdvanceRequest& request) {
 std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
     Trigger event, std::vector<Entry>& approval) {
   const Phase from = op_.phase;
-  auto next = PhaseMachine{from}.fire(event, op_.sources_intact());
+  auto next = PhaseMachine{op_.kind, from}.fire(event, op_.sources_intact());
   if (!next) return std::nullopt;  // advance() reports it
   const ModeSetting mode = approval_mode_of(sts_);
   if (!needs_approval(mode.mode, from, *next, event)) return std::nullopt;
@@ -84,7 +84,7 @@ std::expected<void, std::string> Reconciler::Session::refuse_advance(
   const std::string approve = advance_command_line(Action::Approve, ref_.ns, ref_.name);
   if (request && request->action != Action::Approve) {
     message += "Nothing was changed";
-    if (!is_terminal(op_.phase) && check_abort(op_, PhaseMachine::rules())) {
+    if (!is_terminal(op_.phase) && check_abort(op_, PhaseMachine::rules(op_.kind))) {
       message += "; to abort operation " + op_.id + ", run `" +
                  advance_command_line(Action::Abort, ref_.ns, ref_.name) + "`";
     }
@@ -153,7 +153,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_abort(const std::string
     if (!claims) return retry("listing claims: " + claims.error().message);
     going = sources_going(op_, claims->items);
   }
-  if (auto allowed = check_abort(request, op_, PhaseMachine::rules(), going); !allowed) {
+  if (auto allowed = check_abort(request, op_, PhaseMachine::rules(op_.kind), going); !allowed) {
     return refused(text, request, allowed.error());
   }
   consumed_advance_ = text;
@@ -170,13 +170,29 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   if (resumes_in_place(op_)) return take_resume(text, request);
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
+  if (op_.kind == OperationKind::Drain) {
+    auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
+    if (!pods) return retry("listing pods: " + pods.error().message);
+    const auto wanted = wanted_drain(sts_, claims->items, pods->items);
+    if (auto allowed =
+            check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items, {}, wanted);
+        !allowed) {
+      return refused(text, request, allowed.error());
+    }
+    if (auto appended = append_all({accepted(request)}); !appended) return retry(appended.error());
+    consumed_advance_ = text;
+    clear_failed_label_ = true;
+    retry_of_ = std::pair{op_.id, request.by};
+    if (auto started = start_drain()) return *started;
+    return idle();
+  }
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns);
   if (!jobs) return retry("listing jobs: " + jobs.error().message);
   auto classes = steps::list_storage_classes(r_.kube_);
   if (!classes) return retry("listing storage classes: " + classes.error().message);
   const auto wanted = wanted_resize(sts_, claims->items, *classes);
   if (auto allowed =
-          check_retry(request, op_, PhaseMachine::rules(), claims->items, jobs->items, wanted);
+          check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items, jobs->items, wanted);
       !allowed) {
     return refused(text, request, allowed.error());
   }
@@ -194,7 +210,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
 
 std::optional<ReconcileResult> Reconciler::Session::take_skip(const std::string& text,
                                                               const AdvanceRequest& request) {
-  if (auto allowed = check_skip(request, op_, PhaseMachine::rules()); !allowed) {
+  if (auto allowed = check_skip(request, op_, PhaseMachine::rules(op_.kind)); !allowed) {
     return refused(text, request, allowed.error());
   }
   // What the skipped cleanup leaves, for the Event: listed before anything is journaled, so
@@ -220,7 +236,7 @@ std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::strin
   if (!claims) return retry("listing claims: " + claims.error().message);
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns);
   if (!jobs) return retry("listing jobs: " + jobs.error().message);
-  if (auto allowed = check_resume(request, op_, PhaseMachine::rules(), claims->items, jobs->items);
+  if (auto allowed = check_resume(request, op_, PhaseMachine::rules(op_.kind), claims->items, jobs->items);
       !allowed) {
     return refused(text, request, allowed.error());
   }

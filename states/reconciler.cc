@@ -170,6 +170,7 @@ ReconcileResult Reconciler::Session::run() {
     if (is_marked_failed(sts_)) return idle();
     if (auto refused = refuse_over_unfinished_backups()) return *refused;
     if (auto refused = settle_original_replicas_mark()) return *refused;
+    if (auto drained = start_drain()) return *drained;
     if (auto request = resize_request_of(sts_)) return start_requested(*request);
     return start();
   }
@@ -249,8 +250,12 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
 std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                                                                   const std::string& reason,
                                                                   std::vector<Entry> approval) {
-  PhaseMachine machine{op_.phase};
+  PhaseMachine machine{op_.kind, op_.phase};
   const Phase from = op_.phase;
+  // "ResizeCompleted", "DrainCompleted": the Events of a transition name the kind.
+  const auto kind_reason = [kind = std::string{to_string(op_.kind)}](std::string_view what) {
+    return kind + std::string{what};
+  };
   auto next = machine.fire(event, op_.sources_intact(), op_.failed_in);
   if (!next) {
     emit_event(EventSeverity::Warning, "InternalError", next.error());
@@ -275,42 +280,51 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
     std::string message = transition + ": " + reason;
     // Once a source claim was replaced, whoever answers this Warning must know that stsresize
     // did not scale back, and where the data now is.
-    if (*next == Phase::Failed && !op_.sources_intact()) {
+    if (*next == Phase::Failed && !op_.sources_intact() && op_.kind == OperationKind::Resize) {
       message +=
           "; source claims were replaced, so nothing was scaled back: the data of every "
           "claim not yet restored is in its backup claim (" +
           backups_hint(op_) + ")";
     }
-    emit_event(EventSeverity::Warning, "ResizeFailed", message);
+    emit_event(EventSeverity::Warning, kind_reason("Failed"), message);
   } else if (event == Trigger::Skip) {
     emit_event(EventSeverity::Normal, "StepSkipped",
                "operation " + op_.id + ": " + std::string{to_string(from)} + " skipped by " +
                    approved_by + ", kept: " + reason);
-    emit_event(EventSeverity::Normal, "ResizeCompleted",
+    emit_event(EventSeverity::Normal, kind_reason("Completed"),
                "operation " + op_.id + ": " + transition + " (" + std::string{to_string(from)} +
                    " skipped by " + approved_by + ")");
   } else if (event == Trigger::Resume) {
-    emit_event(EventSeverity::Normal, "ResizeResumed",
+    emit_event(EventSeverity::Normal, kind_reason("Resumed"),
                "operation " + op_.id + ": " + transition + " (resumed by " + approved_by +
                    "; it had failed: " + reason + "): running the " +
                    std::string{to_string(*next)} + " step again");
+  } else if (event == Trigger::Abort && op_.kind == OperationKind::Drain) {
+    emit_event(EventSeverity::Normal, kind_reason("Aborting"),
+               "operation " + op_.id + ": " + transition + ": " + reason +
+                   "; deleting the cleanup pods, keeping every claim");
   } else if (event == Trigger::Abort) {
-    emit_event(EventSeverity::Normal, "ResizeAborting",
+    emit_event(EventSeverity::Normal, kind_reason("Aborting"),
                "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
                    std::to_string(op_.original_replicas) +
                    " replicas and removing this operation's Jobs and backup claims");
+  } else if (*next == Phase::Failed && op_.kind == OperationKind::Drain) {
+    emit_event(EventSeverity::Warning, kind_reason(op_.aborted_by.empty() ? "Failed" : "Aborted"),
+               "cleanup pods deleted, every claim not drained kept: " + op_.failure +
+                   "; stsresize will not drain it again while it is labelled " +
+                   std::string{kFailedLabel});
   } else if (*next == Phase::Failed && !op_.aborted_by.empty()) {
-    emit_event(EventSeverity::Warning, "ResizeAborted",
+    emit_event(EventSeverity::Warning, kind_reason("Aborted"),
                "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " +
                    op_.failure + "; stsresize will not resize it again while it is labelled " +
                    std::string{kFailedLabel});
   } else if (*next == Phase::Failed) {
     emit_event(
-        EventSeverity::Warning, "ResizeFailed",
+        EventSeverity::Warning, kind_reason("Failed"),
         "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
   } else {
     emit_event(EventSeverity::Normal,
-               *next == Phase::Completed ? "ResizeCompleted" : "PhaseChanged",
+               *next == Phase::Completed ? kind_reason("Completed") : std::string{"PhaseChanged"},
                "operation " + op_.id + ": " + transition +
                    (approved_by.empty() ? "" : " (approved by " + approved_by + ")"));
   }
@@ -325,7 +339,7 @@ ReconcileResult Reconciler::Session::drive() {
       if (auto answered = take_operator_request()) return *answered;
     }
     if (is_terminal(op_.phase)) return idle();
-    const Step step = step_for(op_.phase);
+    const Step step = step_for(op_.kind, op_.phase);
     if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});
     // sts_ is as read at the start or as returned by our last annotation write: read it again
     // only when the step before wrote it (replicas, the template update). Its status may be a

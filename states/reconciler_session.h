@@ -84,7 +84,13 @@ class Reconciler::Session final : public StepJournal {
   ReconcileResult reject_request(const std::string& reason,
                                  std::string_view event_reason = "InvalidResizeRequest");
   // A new operation on sts_: its first events committed (journal, then annotation).
-  std::expected<void, std::string> begin(const std::string& trigger, std::vector<Entry> events);
+  std::expected<void, std::string> begin(const std::string& trigger, std::vector<Entry> events,
+                                         OperationKind kind = OperationKind::Resize);
+  // No state, and the StatefulSet opts in to the drain (engine/cleanup_pod.h) with ordinals a
+  // scale-down left that can be drained now: a drain begins (OperationStarted, DrainPlanned; its
+  // Pending step starts it). Before a resize, which would otherwise copy claims about to be
+  // drained. nullopt: none.
+  std::optional<ReconcileResult> start_drain();
   // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
   // a start journaled by a process that died before writing its annotation. op_ is then that
   // operation, ready for its annotation.

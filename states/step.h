@@ -83,8 +83,14 @@ StepOutcome scale_up_step(StepContext& ctx);         // ScalingUp
 StepOutcome cleanup_step(StepContext& ctx);          // CleaningUp
 StepOutcome expand_step(StepContext& ctx);           // Expanding
 StepOutcome scale_back_step(StepContext& ctx);       // ScalingBack
+// The scale-down drain's.
+StepOutcome drain_start_step(StepContext& ctx);     // Pending
+StepOutcome drain_step(StepContext& ctx);           // Draining
+StepOutcome delete_drained_step(StepContext& ctx);  // DeletingClaims
+StepOutcome stop_drain_step(StepContext& ctx);      // StoppingDrain
 
-// nullptr for Pending and the terminal phases: there is nothing to do in them.
-Step step_for(Phase phase);
+// The step of `phase` in an operation of `kind`; nullptr for the terminal phases and a
+// resize's Pending (it begins in its first phase): there is nothing to do in them.
+Step step_for(OperationKind kind, Phase phase);
 
 }  // namespace stsresize

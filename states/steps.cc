@@ -2,8 +2,16 @@
 
 namespace stsresize {
 
-Step step_for(Phase phase) {
+Step step_for(OperationKind kind, Phase phase) {
   switch (phase) {
+    case Phase::Pending:
+      return kind == OperationKind::Drain ? &drain_start_step : nullptr;
+    case Phase::Draining:
+      return &drain_step;
+    case Phase::DeletingClaims:
+      return &delete_drained_step;
+    case Phase::StoppingDrain:
+      return &stop_drain_step;
     case Phase::UpdatingTemplate:
       return &update_template_step;
     case Phase::Planning:
@@ -24,7 +32,6 @@ Step step_for(Phase phase) {
       return &expand_step;
     case Phase::ScalingBack:
       return &scale_back_step;
-    case Phase::Pending:
     case Phase::Completed:
     case Phase::Failed:
       return nullptr;

@@ -421,7 +421,7 @@ int resume_branch(const Attempt& at) {
            << to_string(e.code) << ": " << e.message << "\n";
     return kExitClusterUnreachable;
   }
-  if (auto allowed = check_resume(op, PhaseMachine::rules(), claims->items, jobs->items);
+  if (auto allowed = check_resume(op, PhaseMachine::rules(op.kind), claims->items, jobs->items);
       !allowed) {
     return at.refuse(allowed.error());
   }
@@ -466,8 +466,20 @@ int retry_branch(const Attempt& at) {
   }
   std::optional<std::vector<Json>> class_list;
   if (classes) class_list = classes->items;
-  const auto wanted = wanted_resize(at.object, claims->items, class_list);
-  if (auto allowed = check_retry(op, PhaseMachine::rules(), claims->items, jobs->items, wanted);
+  std::expected<std::string, std::string> wanted = std::unexpected(std::string{});
+  if (op.kind == OperationKind::Drain) {
+    auto pods = at.kube.list(Kind::Pod, at.target.ns);
+    if (!pods) {
+      at.err << "stsresize advance: reading the pods of " << at.target.ns << ": "
+             << to_string(pods.error().code) << ": " << pods.error().message << "\n";
+      return kExitClusterUnreachable;
+    }
+    wanted = wanted_drain(at.object, claims->items, pods->items);
+  } else {
+    wanted = wanted_resize(at.object, claims->items, class_list);
+  }
+  if (auto allowed =
+          check_retry(op, PhaseMachine::rules(op.kind), claims->items, jobs->items, wanted);
       !allowed) {
     return at.refuse(allowed.error());
   }
@@ -504,17 +516,21 @@ int abort_branch(const Attempt& at) {
     }
     going = sources_going(op, claims->items);
   }
-  if (auto allowed = check_abort(op, PhaseMachine::rules(), going); !allowed) {
+  if (auto allowed = check_abort(op, PhaseMachine::rules(op.kind), going); !allowed) {
     return at.refuse(allowed.error());
   }
   auto replacing = pending_request(at, Action::Abort);
   if (!replacing) return at.refuse(replacing.error());
   const std::string text = encode_advance_request(at.request(Action::Abort));
   const std::string then =
-      "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
-      " replicas on the source claims, delete this operation's copy Jobs and backup claims, "
-      "and end in Failed (\"" +
-      abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")";
+      op.kind == OperationKind::Drain
+          ? "move to StoppingDrain: delete the drain's cleanup pods, keep every claim, and end "
+            "in Failed (\"" +
+                abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")"
+          : "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
+                " replicas on the source claims, delete this operation's copy Jobs and backup "
+                "claims, and end in Failed (\"" +
+                abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")";
   if (at.options.dry_run) {
     at.out << "dry run: would abort operation " << op.id << " on " << at.sts() << " in phase "
            << to_string(op.phase) << " as " << at.who << *replacing << "\n"
@@ -532,7 +548,7 @@ int abort_branch(const Attempt& at) {
 
 int skip_branch(const Attempt& at) {
   const Operation& op = at.op;
-  if (auto allowed = check_skip(op, PhaseMachine::rules()); !allowed) {
+  if (auto allowed = check_skip(op, PhaseMachine::rules(op.kind)); !allowed) {
     return at.refuse(allowed.error());
   }
   ListOptions ours;

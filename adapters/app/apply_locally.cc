@@ -220,7 +220,7 @@ std::optional<AdvanceRequest> pending_request_to_take(Kubernetes& kube, const Ob
     return std::nullopt;
   }
   if (action == Action::Approve && !check_approve(*request, **op)) return std::nullopt;
-  if (action == Action::Skip && !check_skip(*request, **op, PhaseMachine::rules())) {
+  if (action == Action::Skip && !check_skip(*request, **op, PhaseMachine::rules((*op)->kind))) {
     return std::nullopt;
   }
   return *request;

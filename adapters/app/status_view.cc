@@ -152,6 +152,9 @@ int done_in_phase(const Operation& op) {
     case Phase::UpdatingTemplate:
     case Phase::Planning:
     case Phase::ScalingDown:
+    case Phase::Draining:  // a drain counts its claims itself (fill_from_operation)
+    case Phase::DeletingClaims:
+    case Phase::StoppingDrain:
       return 0;
   }
   return 0;
@@ -180,6 +183,7 @@ std::string target_of(const Operation& op) {
 }
 
 std::string trigger_of(const Operation& op) {
+  if (op.kind == OperationKind::Drain) return "scale-down";
   return op.template_changes.empty() ? "template" : "request";
 }
 
@@ -190,6 +194,26 @@ void fill_from_operation(StatusRow& row, const Operation& op) {
   if (!op.claims.empty()) {
     row.claims_total = static_cast<int>(op.claims.size());
     row.claims_done = done_in_phase(op);
+  }
+  if (op.kind == OperationKind::Drain) {
+    // CLAIMS: the drained claims deleted, of those of every ordinal; TARGET: the ordinals.
+    int total = 0;
+    int deleted = 0;
+    std::string ordinals;
+    for (const OrdinalDrain& d : op.drains) {
+      total += static_cast<int>(d.claims.size());
+      deleted += static_cast<int>(
+          std::ranges::count_if(d.claims, [](const OrdinalClaim& c) { return c.deleted; }));
+      ordinals += (ordinals.empty() ? "" : ",") + std::to_string(d.ordinal);
+    }
+    row.claims_total = total;
+    row.claims_done = deleted;
+    row.since = op.phase_since;
+    row.trigger = trigger_of(op);
+    row.target = "drain " + ordinals;
+    row.original_replicas = op.original_replicas;
+    row.operation = op;
+    return;
   }
   row.since = op.phase_since;
   row.trigger = trigger_of(op);

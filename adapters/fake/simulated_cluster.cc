@@ -172,6 +172,10 @@ void SimulatedCluster::set_job_runner(JobRunner runner) {
   custom_runner_ = true;
 }
 
+void SimulatedCluster::set_pod_runner(PodRunner runner) {
+  pod_runner_ = std::move(runner);
+}
+
 JobRun SimulatedCluster::run(const Json& pod, std::map<std::string, VolumeFiles*>& volumes) {
   if (failing_job_pods_ > 0) {
     --failing_job_pods_;

@@ -14,8 +14,11 @@
 //    policy from the class); expansion: a bound PVC whose request exceeds its capacity and
 //    whose class allows expansion grows (PV and PVC status; content unchanged).
 // 3. kubelet: a Pending pod whose claims are all Bound starts: Job pods run to completion
-//    through the JobRunner (Succeeded/Failed with containerStatuses[0].state.terminated),
-//    other pods become Running and Ready. Pods created during this tick start next tick.
+//    through the JobRunner (Succeeded/Failed with containerStatuses[0].state.terminated);
+//    with a PodRunner set, a pod of no owner whose restartPolicy is OnFailure or Never (a
+//    cleanup pod) runs through it, once per tick until it ends (OnFailure: a failed run is a
+//    restart, restartCount + 1, and runs again); other pods become Running and Ready. Pods
+//    created during this tick start next tick.
 // 4. Job controller: startTime, active/succeeded/failed; one pod at a time; on success
 //    conditions SuccessCriteriaMet + Complete and completionTime; when failures exceed
 //    backoffLimit (or activeDeadlineSeconds passes) FailureTarget + Failed
@@ -66,6 +69,11 @@ using JobRunner =
 // if the trees differ; any other pod succeeds with no message.
 JobRun run_copy_job(const Json& pod, std::map<std::string, VolumeFiles*>& volumes);
 
+// Runs one pass of a bare pod (no owner, restartPolicy OnFailure or Never): nullopt while it is
+// still running (it is called again next tick), else how that run ended.
+using PodRunner = std::function<std::optional<JobRun>(
+    const Json& pod, std::map<std::string, VolumeFiles*>& volumes)>;
+
 class SimulatedCluster {
  public:
   explicit SimulatedCluster(FakeKubernetes& kube);
@@ -91,6 +99,9 @@ class SimulatedCluster {
   void corrupt_next_copy();
   // Replaces run_copy_job for every Job pod (fail_next_job_pods still applies).
   void set_job_runner(JobRunner runner);
+  // Bare pods with restartPolicy OnFailure or Never run through `runner` (without one they
+  // become Running and Ready, as any other pod).
+  void set_pod_runner(PodRunner runner);
 
  private:
   void collect_garbage();
@@ -100,6 +111,7 @@ class SimulatedCluster {
   void expand_volumes();
   void run_kubelet();
   void run_job_pod(const Json& pod);
+  void run_bare_pod(const Json& pod);
   JobRun run(const Json& pod, std::map<std::string, VolumeFiles*>& volumes);
   void sync_jobs();
   void sync_job(const Json& job);
@@ -116,6 +128,8 @@ class SimulatedCluster {
   int failing_exit_code_ = 1;
   int corruptions_pending_ = 0;
   JobRunner job_runner_ = run_copy_job;
+  PodRunner pod_runner_;
+  std::set<std::string> running_bare_pods_;  // uids of bare pods whose runner has not ended
   bool custom_runner_ = false;
 };
 

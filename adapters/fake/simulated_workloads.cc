@@ -62,6 +62,12 @@ std::optional<int> ordinal_of(const std::string& pod_name, const std::string& se
 void SimulatedCluster::run_kubelet() {
   const std::string now = format_rfc3339(kube_.clock().now());
   for (const Json& pod : kube_.list_raw(Kind::Pod)) {
+    if (sim::text(pod, {"status", "phase"}) == "Running" && !sim::is_deleting(pod) &&
+        running_bare_pods_.contains(sim::text(pod, {"metadata", "uid"}))) {
+      run_bare_pod(pod);
+    }
+  }
+  for (const Json& pod : kube_.list_raw(Kind::Pod)) {
     if (sim::text(pod, {"status", "phase"}) != "Pending" || sim::is_deleting(pod)) continue;
     const std::string ns = sim::text(pod, {"metadata", "namespace"});
     const auto claims = sim::pod_claims(pod);
@@ -75,6 +81,12 @@ void SimulatedCluster::run_kubelet() {
                          });
     if (job_pod) {
       run_job_pod(pod);
+      continue;
+    }
+    const std::string restart_policy = sim::text(pod, {"spec", "restartPolicy"});
+    const bool bare = !owners.is_array() || owners.empty();
+    if (pod_runner_ && bare && (restart_policy == "OnFailure" || restart_policy == "Never")) {
+      run_bare_pod(pod);
       continue;
     }
     Json running = pod;
@@ -120,6 +132,47 @@ void SimulatedCluster::run_job_pod(const Json& pod) {
                               {"startedAt", now},
                               {"finishedAt", now}}}}}}})}};
   (void)kube_.system().update_status(Kind::Pod, finished);
+}
+
+void SimulatedCluster::run_bare_pod(const Json& pod) {
+  const std::string ns = sim::text(pod, {"metadata", "namespace"});
+  const std::string uid = sim::text(pod, {"metadata", "uid"});
+  std::map<std::string, VolumeFiles*> volumes;
+  for (const auto& [volume_name, claim] : sim::pod_claims(pod)) {
+    volumes[volume_name] = &volumes_.at(*bound_volume(ns, claim));
+  }
+  const std::optional<JobRun> result = pod_runner_(pod, volumes);
+  const std::string now = format_rfc3339(kube_.clock().now());
+  const Json& statuses = sim::at(pod, {"status", "containerStatuses"});
+  int restarts =
+      statuses.is_array() && !statuses.empty() ? statuses[0].value("restartCount", 0) : 0;
+  const bool never = sim::text(pod, {"spec", "restartPolicy"}) == "Never";
+  std::string phase = "Running";
+  Json state = {{"running", {{"startedAt", now}}}};
+  if (result && (result->exit_code == 0 || never)) {
+    phase = result->exit_code == 0 ? "Succeeded" : "Failed";
+    state = {{"terminated",
+              {{"exitCode", result->exit_code},
+               {"reason", result->exit_code == 0 ? "Completed" : "Error"},
+               {"message", result->termination_message},
+               {"startedAt", now},
+               {"finishedAt", now}}}};
+    running_bare_pods_.erase(uid);
+  } else {
+    if (result) ++restarts;  // OnFailure: the kubelet starts the container again
+    running_bare_pods_.insert(uid);
+  }
+  Json updated = pod;
+  updated["status"] =
+      Json{{"phase", phase},
+           {"startTime", now},
+           {"conditions", Json::array({sim::condition("PodScheduled", "", "", now)})},
+           {"containerStatuses", Json::array({{{"name", container_name(pod)},
+                                               {"ready", phase == "Running"},
+                                               {"started", phase == "Running"},
+                                               {"restartCount", restarts},
+                                               {"state", state}}})}};
+  (void)kube_.system().update_status(Kind::Pod, updated);
 }
 
 // ---- Job controller ----

@@ -1,5 +1,6 @@
 #include "engine/actions/cluster_view.h"
 
+#include "engine/drain_plan.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/planner.h"
@@ -73,6 +74,19 @@ std::expected<std::string, std::string> wanted_resize(
         "no resize is asked for now: every claim already has what its template asks for, and "
         "there is no " +
         std::string{kResizeRequestAnnotation} + " annotation");
+  }
+  return (*plan)->trigger;
+}
+
+std::expected<std::string, std::string> wanted_drain(const Json& statefulset,
+                                                     const std::vector<Json>& claims,
+                                                     const std::vector<Json>& pods) {
+  auto plan = plan_drain(statefulset, claims, pods);
+  if (!plan) return std::unexpected("its drain cannot be planned: " + plan.error());
+  if (!plan->has_value()) {
+    return std::unexpected(
+        "nothing is left to drain now: no claim outside the replicas can be drained (none is "
+        "left, the scale-down is not over, or a pod still uses it)");
   }
   return (*plan)->trigger;
 }

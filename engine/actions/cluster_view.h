@@ -32,4 +32,10 @@ std::expected<std::string, std::string> wanted_resize(
     const Json& statefulset, const std::vector<Json>& claims,
     const std::optional<std::vector<Json>>& storage_classes);
 
+// What the StatefulSet asks of a drain now: the trigger of the drain a new operation would
+// start (engine/drain_plan.h), or why none would.
+std::expected<std::string, std::string> wanted_drain(const Json& statefulset,
+                                                     const std::vector<Json>& claims,
+                                                     const std::vector<Json>& pods);
+
 }  // namespace stsresize

@@ -1,6 +1,7 @@
 #include "engine/actions/explain.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "engine/naming.h"
 #include "engine/resize_request.h"
@@ -9,6 +10,12 @@
 namespace stsresize {
 
 namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string out{text};
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -137,6 +144,19 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
              " while it is in Planning, ScalingDown or BackingUp";
     case Phase::Pending:
       return which + " has not started yet; nothing to abort";
+    case Phase::Draining:
+      return which + " is in Draining but a drained claim was deleted, which cannot be undone";
+    case Phase::DeletingClaims:
+      return which +
+             " is in DeletingClaims: every cleanup pod it waited for Succeeded, so the data was "
+             "moved off those claims and they are being deleted; it finishes by itself (watch "
+             "it: " +
+             watch + ")";
+    case Phase::StoppingDrain:
+      return which +
+             " is already in StoppingDrain: it is deleting its cleanup pods, keeps every claim "
+             "and ends in Failed by itself (watch it: " +
+             watch + ")";
     case Phase::ScalingBack:
       return which +
              " is already in ScalingBack: it is rolling back onto the source claims and ends in "
@@ -172,7 +192,9 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
            "before anything else (" +
            backups + ")";
   }
-  const std::string only = " (only " + one_of(r.phases) + " can be skipped)";
+  const std::string only =
+      r.phases.empty() ? " (no step of a " + lowercase(to_string(op.kind)) + " can be skipped)"
+                       : " (only " + one_of(r.phases) + " can be skipped)";
   switch (r.phase) {
     case Phase::Pending:
       return "operation " + op.id + " has not started yet; there is no step to skip";
@@ -228,6 +250,19 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
              "the size asked for, and an expansion cannot be undone" +
              only + ". It waits for the storage driver: look at the claims (" + ns +
              " describe pvc CLAIM: conditions and events)";
+    case Phase::Draining:
+      return which +
+             ": skipping it would delete claims whose cleanup pod has not Succeeded, losing "
+             "whatever was not moved off them" +
+             only + ". To stop the drain instead, keeping every claim, run " + abort;
+    case Phase::DeletingClaims:
+      return which + ": it deletes the claims whose cleanup pod Succeeded, the drain's last step" +
+             only + ". It ends by itself (watch it: " + watch + ")";
+    case Phase::StoppingDrain:
+      return which +
+             ": it is deleting the drain's cleanup pods so that no pod holds a replica's name or "
+             "its claims" +
+             only + ". It ends in Failed by itself (watch it: " + watch + ")";
     case Phase::ScalingBack:
       return which +
              ": it is scaling back onto the intact source claims and removing this operation's "

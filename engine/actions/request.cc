@@ -62,7 +62,8 @@ bool needs_approval(ApprovalMode mode, Phase from, Phase to, Trigger event) {
     case ApprovalMode::Manual:
       return true;
     case ApprovalMode::Step:
-      return to == Phase::Recreating;  // the step that deletes the source claims
+      // the steps that delete claims: a resize's sources, a drain's drained claims
+      return to == Phase::Recreating || to == Phase::DeletingClaims;
   }
   return true;
 }

@@ -102,11 +102,12 @@ Verdict check_abort(const Operation& op, const TransitionRules& rules,
       r.going.push_back(claim.claim);
     }
   }
-  // The Abort row's guard: a scale back onto the sources needs every one of them.
-  const bool intact = r.deleted.empty() && r.going.empty();
-  if (!rules.allowed(op.phase, Trigger::Abort, intact, Phase::ScalingBack)) {
-    return std::unexpected(r);
-  }
+  // The Abort row's guard: a scale back onto the sources needs every one of them (a drain's
+  // stop, every drained claim).
+  const bool intact = r.deleted.empty() && r.going.empty() && op.sources_intact();
+  const bool allowed = std::ranges::any_of(
+      kAllPhases, [&](Phase to) { return rules.allowed(op.phase, Trigger::Abort, intact, to); });
+  if (!allowed) return std::unexpected(r);
   return {};
 }
 
@@ -122,6 +123,16 @@ Verdict check_retry(const Operation& op, const TransitionRules& rules,
                     const std::vector<Json>& claims, const std::vector<Json>& jobs,
                     const std::expected<std::string, std::string>& wanted) {
   if (op.phase != Phase::Failed) return refuse(Action::Retry, RefusalReason::NotFailed, op);
+  if (op.kind == OperationKind::Drain) {
+    // A new drain plans from the cluster what is left to drain: claims already deleted are not
+    // in it, cleanup pods left are taken over.
+    if (!wanted) {
+      Refusal r = refusal(Action::Retry, RefusalReason::NothingWanted, op);
+      r.detail = wanted.error();
+      return std::unexpected(r);
+    }
+    return {};
+  }
   if (!op.sources_intact()) {
     Refusal r = refusal(Action::Retry, RefusalReason::SourcesReplaced, op);
     if (auto resume = check_resume(op, rules, claims, jobs); !resume) {
@@ -173,7 +184,8 @@ Verdict check_retry(const AdvanceRequest& request, const Operation& op,
 }
 
 bool resumes_in_place(const Operation& op) {
-  return op.phase == Phase::Failed && !op.sources_intact();
+  // A drain has no Resume: a retry plans a new drain of what is left.
+  return op.kind == OperationKind::Resize && op.phase == Phase::Failed && !op.sources_intact();
 }
 
 Verdict check_resume(const Operation& op, const TransitionRules& rules,

@@ -59,6 +59,32 @@ std::map<Key, Phase> expected_table() {
   return table;
 }
 
+// The drain's specification, written independently of states/machine.cc.
+std::map<Key, Phase> expected_drain_table() {
+  std::map<Key, Phase> table;
+  auto both = [&](Phase from, Trigger event, Phase to) {
+    table[{from, event, true}] = to;
+    table[{from, event, false}] = to;
+  };
+  both(Phase::Pending, Trigger::StartDrain, Phase::Draining);
+  both(Phase::Draining, Trigger::StepDone, Phase::DeletingClaims);
+  both(Phase::DeletingClaims, Trigger::StepDone, Phase::Completed);
+  // Nothing is deleted before DeletingClaims: a failure in Draining stops it keeping every
+  // claim, as a person's abort does (before it starts, or while the cleanup pods run).
+  both(Phase::Draining, Trigger::CriticalError, Phase::StoppingDrain);
+  table[{Phase::Draining, Trigger::Abort, true}] = Phase::StoppingDrain;
+  table[{Phase::Pending, Trigger::Abort, true}] = Phase::StoppingDrain;
+  both(Phase::StoppingDrain, Trigger::StepDone, Phase::Failed);
+  both(Phase::StoppingDrain, Trigger::CriticalError, Phase::Failed);
+  both(Phase::DeletingClaims, Trigger::CriticalError, Phase::Failed);
+  return table;
+}
+
+bool resize_allowed(Phase from, Trigger event, bool intact, Phase to,
+                    std::optional<Phase> failed_in = std::nullopt) {
+  return PhaseMachine::rules(OperationKind::Resize).allowed(from, event, intact, to, failed_in);
+}
+
 std::string name(Phase from, Trigger event, bool intact) {
   return std::string{to_string(from)} + " + " + std::string{to_string(event)} +
          (intact ? " [sources intact]" : " [sources lost]");
@@ -75,7 +101,7 @@ TEST(PhaseMachine, EveryRowOfTheTableLeadsWhereTheSpecificationSays) {
     ASSERT_TRUE(next.has_value()) << next.error();
     EXPECT_EQ(*next, to);
     EXPECT_EQ(machine.phase(), to);
-    EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, to));
+    EXPECT_TRUE(resize_allowed(from, event, intact, to));
     ++allowed;
   }
   EXPECT_EQ(allowed, 56);
@@ -95,12 +121,12 @@ TEST(PhaseMachine, EveryEventWithoutARowIsRefusedWithAClearErrorAndNoMove) {
         EXPECT_NE(next.error().find(std::string{to_string(event)}), std::string::npos);
         EXPECT_NE(next.error().find(std::string{to_string(from)}), std::string::npos);
         EXPECT_EQ(machine.phase(), from);
-        for (Phase to : kAllPhases) EXPECT_FALSE(PhaseMachine::allowed(from, event, intact, to));
+        for (Phase to : kAllPhases) EXPECT_FALSE(resize_allowed(from, event, intact, to));
         ++refused;
       }
     }
   }
-  EXPECT_EQ(refused, 13 * 12 * 2 - 56);
+  EXPECT_EQ(refused, static_cast<int>(std::size(kAllPhases) * std::size(kAllTriggers) * 2) - 56);
 }
 
 // Failed is terminal: the only way out is a person's Resume, back to the very phase the
@@ -125,14 +151,14 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
             ASSERT_EQ(next.has_value(), from == Phase::Failed && resumable);
             if (next) {
               EXPECT_EQ(*next, *failed_in);
-              EXPECT_TRUE(PhaseMachine::allowed(from, event, intact, *failed_in, failed_in));
+              EXPECT_TRUE(resize_allowed(from, event, intact, *failed_in, failed_in));
               EXPECT_TRUE(
                   PhaseMachine::rules().allowed(from, event, intact, *failed_in, failed_in));
               ++resumed;
             }
             for (Phase to : kAllPhases) {
               if (next && to == *next) continue;
-              EXPECT_FALSE(PhaseMachine::allowed(from, event, intact, to, failed_in));
+              EXPECT_FALSE(resize_allowed(from, event, intact, to, failed_in));
             }
           } else if (from == Phase::Failed) {
             EXPECT_FALSE(next.has_value()) << to_string(event);
@@ -142,6 +168,50 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
     }
   }
   EXPECT_EQ(resumed, 3 * 2);
+}
+
+// The drain's table, row by row, and nothing else; the rules of every kind (what the fold and
+// replay receive) are exactly the union of the two tables, and answer each kind with its own.
+TEST(DrainMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIsRefused) {
+  const auto table = expected_drain_table();
+  const auto resize = expected_table();
+  const TransitionRules& drain = PhaseMachine::rules(OperationKind::Drain);
+  int rows = 0;
+  for (Phase from : kAllPhases) {
+    for (Trigger event : kAllTriggers) {
+      for (bool intact : {true, false}) {
+        SCOPED_TRACE(name(from, event, intact));
+        PhaseMachine machine{OperationKind::Drain, from};
+        auto next = machine.fire(event, intact);
+        auto row = table.find({from, event, intact});
+        if (row == table.end()) {
+          EXPECT_FALSE(next.has_value()) << "moved to " << to_string(*next);
+          EXPECT_EQ(machine.phase(), from);
+        } else {
+          ASSERT_TRUE(next.has_value()) << next.error();
+          EXPECT_EQ(*next, row->second);
+          ++rows;
+        }
+        for (Phase to : kAllPhases) {
+          const bool in_drain = row != table.end() && row->second == to;
+          auto resize_row = resize.find({from, event, intact});
+          const bool in_resize = resize_row != resize.end() && resize_row->second == to;
+          EXPECT_EQ(drain.allowed(from, event, intact, to), in_drain) << to_string(to);
+          EXPECT_EQ(PhaseMachine::rules().allowed(from, event, intact, to), in_drain || in_resize)
+              << to_string(to);
+          EXPECT_EQ(PhaseMachine::rules().of(OperationKind::Drain).allowed(from, event, intact, to),
+                    in_drain);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(rows, 16);
+  for (Phase phase : kAllPhases) {
+    const bool drains = phase == Phase::Pending || phase == Phase::Draining ||
+                        phase == Phase::DeletingClaims || phase == Phase::StoppingDrain ||
+                        is_terminal(phase);
+    EXPECT_EQ(PhaseMachine::has_phase(OperationKind::Drain, phase), drains) << to_string(phase);
+  }
 }
 
 TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {

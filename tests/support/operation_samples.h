@@ -23,6 +23,33 @@ inline ClaimPlan sample_claim(const std::string& tmpl, int ordinal) {
   return claim;
 }
 
+// Whether `phase` is one of the drain's own (not shared with the resize): a sample operation in it
+// is a drain.
+inline bool drain_phase(Phase phase) {
+  return phase == Phase::Draining || phase == Phase::DeletingClaims ||
+         phase == Phase::StoppingDrain;
+}
+
+// A drain of shop/web in `phase` after a scale-down from 3 to 2: ordinal 2 and its claim
+// data-web-2, its cleanup pod running (Draining), Succeeded (DeletingClaims).
+inline Operation sample_drain(Phase phase) {
+  Operation op;
+  op.id = "web-0123abcd";
+  op.ns = "shop";
+  op.statefulset = "web";
+  op.sts_uid = "uid-web";
+  op.kind = OperationKind::Drain;
+  op.phase = phase;
+  op.original_replicas = 2;
+  OrdinalDrain drain;
+  drain.ordinal = 2;
+  drain.claims.push_back({"data-web-2", "uid-data-web-2", false});
+  drain.pod_uid = phase == Phase::Pending ? "" : "uid-web-2";
+  drain.succeeded = phase == Phase::DeletingClaims;
+  op.drains.push_back(drain);
+  return op;
+}
+
 inline TreeSummary sample_summary(int seed) {
   return TreeSummary{3 + seed, 1000 + seed, std::string(64, static_cast<char>('a' + seed % 6))};
 }

@@ -44,6 +44,24 @@ inline Operation sample_operation(const std::string& name, Phase phase,
   op.original_replicas = 3;
   op.started = kStatusStart;
   op.phase_since = kStatusNow - in_phase;
+  // A drain's phases: ordinals 3 and 4 left by a scale-down from 5 to 3, their data claims.
+  if (phase == Phase::Draining || phase == Phase::DeletingClaims || phase == Phase::StoppingDrain) {
+    op.kind = OperationKind::Drain;
+    for (int ordinal : {4, 3}) {
+      OrdinalDrain drain;
+      drain.ordinal = ordinal;
+      const std::string claim = naming::claim_name("data", name, ordinal);
+      drain.claims.push_back({claim, "uid-" + claim, false});
+      drain.pod_uid = "uid-" + name + "-" + std::to_string(ordinal);
+      drain.succeeded = phase == Phase::DeletingClaims || ordinal == 4;
+      op.drains.push_back(drain);
+    }
+    if (phase == Phase::DeletingClaims) op.drains[0].claims[0].deleted = true;
+    if (phase == Phase::StoppingDrain) {
+      op.failure = "cleanup pod " + name + "-3 restarted 6 times (limit 5)";
+    }
+    return op;
+  }
   const bool planned =
       phase != Phase::Pending && phase != Phase::UpdatingTemplate && phase != Phase::Planning;
   if (planned) op.path = phase == Phase::Expanding ? Path::Expand : Path::Copy;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/operation_samples.h"
+
 #include <functional>
 #include <sstream>
 
@@ -71,6 +73,10 @@ class AdvanceCommand : public ::testing::Test {
       op.phase = phase;
       op.path = Path::Copy;
       op.original_replicas = 3;
+      if (testing::drain_phase(phase)) {
+        op = testing::sample_drain(phase);
+        op.sts_uid = live["metadata"]["uid"].get<std::string>();
+      }
       if (phase == Phase::Failed) op.failure = "copy Job data-web-0-stsresize-backup failed";
       if (to) op.awaiting = AwaitedApproval{phase, *to, Trigger::StepDone};
       if (change) change(op);

@@ -2,6 +2,8 @@
 // approval, and how a waiting transition is kept in the state annotation.
 #include <gtest/gtest.h>
 
+#include "tests/support/operation_samples.h"
+
 #include <map>
 #include <vector>
 
@@ -30,13 +32,16 @@ TEST(ApprovalMode, AbsentIsAutoAndAnUnknownValueIsManualWithAReason) {
       << typo.invalid;
 }
 
-TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOneIntoRecreating) {
+// Step mode holds the transitions into the steps that delete claims: a resize's Recreating (the
+// sources) and a drain's DeletingClaims (the drained claims).
+TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOnesThatDeleteClaims) {
   for (const Phase from : kAllPhases) {
     for (const Phase to : kAllPhases) {
       for (const Trigger event : {Trigger::StepDone, Trigger::PlannedCopy}) {
         EXPECT_FALSE(needs_approval(ApprovalMode::Auto, from, to, event));
         EXPECT_TRUE(needs_approval(ApprovalMode::Manual, from, to, event));
-        EXPECT_EQ(needs_approval(ApprovalMode::Step, from, to, event), to == Phase::Recreating);
+        EXPECT_EQ(needs_approval(ApprovalMode::Step, from, to, event),
+                  to == Phase::Recreating || to == Phase::DeletingClaims);
       }
       // Error transitions protect the data: they never wait.
       for (const Trigger event :
@@ -136,6 +141,7 @@ TEST(StateAnnotation, RefusesAWaitThatDoesNotLeaveTheCurrentPhase) {
 }
 
 Operation copy_operation(Phase phase, int sources_deleted) {
+  if (testing::drain_phase(phase)) return testing::sample_drain(phase);
   Operation op = waiting_operation();
   op.awaiting.reset();
   op.phase = phase;
@@ -151,8 +157,10 @@ Operation copy_operation(Phase phase, int sources_deleted) {
 TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
   for (const Phase phase : kAllPhases) {
     SCOPED_TRACE(to_string(phase));
+    // A drain deletes nothing before DeletingClaims: Draining is abortable too.
     const bool abortable = phase == Phase::Planning || phase == Phase::ScalingDown ||
-                           phase == Phase::BackingUp || phase == Phase::Recreating;
+                           phase == Phase::BackingUp || phase == Phase::Recreating ||
+                           phase == Phase::Draining;
     const std::string why = abort_refusal(copy_operation(phase, 0));
     EXPECT_EQ(why.empty(), abortable) << why;
     if (!why.empty()) {
@@ -191,6 +199,7 @@ TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
 
 // A copy operation in `phase` with every restore verified (as CleaningUp always has).
 Operation restored_operation(Phase phase) {
+  if (testing::drain_phase(phase)) return testing::sample_drain(phase);
   Operation op = copy_operation(phase, 2);
   for (ClaimPlan& claim : op.claims) {
     claim.backup_verified = TreeSummary{};
@@ -221,6 +230,11 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
         "kubectl -n shop describe pod POD", "continues by itself"}},
       {Phase::Expanding, {"did not reach the size asked for", "kubectl -n shop describe pvc"}},
       {Phase::ScalingBack, {"without its replicas", "ends in Failed by itself"}},
+      {Phase::Draining,
+       {"cleanup pod has not Succeeded", "keeping every claim",
+        "stsresize advance shop/web --abort"}},
+      {Phase::DeletingClaims, {"the drain's last step", "ends by itself"}},
+      {Phase::StoppingDrain, {"no pod holds a replica's name", "ends in Failed by itself"}},
       {Phase::Completed, {"already ended in Completed"}},
       {Phase::Failed, {"already ended in Failed"}},
   };
@@ -237,7 +251,10 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
       EXPECT_NE(why.find(part), std::string::npos) << "\"" << part << "\" not in: " << why;
     }
     if (!is_terminal(phase) && phase != Phase::Pending) {
-      EXPECT_NE(why.find("only CleaningUp can be skipped"), std::string::npos) << why;
+      EXPECT_NE(why.find(testing::drain_phase(phase) ? "no step of a drain can be skipped"
+                                                     : "only CleaningUp can be skipped"),
+                std::string::npos)
+          << why;
     }
   }
   // A Failed operation with intact sources: the way forward is a retry.

@@ -192,7 +192,7 @@ TEST(StatusView, StatusJson_IsTheStableMachineSchema) {
   expect_matches_golden("status_all.json", json);
 
   const Json document = Json::parse(json);
-  ASSERT_EQ(document.at("items").size(), 16u);  // 13 phases, awaiting, refused, broken
+  ASSERT_EQ(document.at("items").size(), std::size(kAllPhases) + 3);  // awaiting, refused, broken
   const Json& items = document.at("items");
   auto found = std::find_if(items.begin(), items.end(),
                             [](const Json& item) { return item.at("name") == "backingup"; });

@@ -1,0 +1,26 @@
+#pragma once
+// The drain a StatefulSet asks for now: the ordinals a scale-down left whose claims may be
+// drained (engine/drain_candidates.h), as the plan of a new drain operation. Pure.
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/json.h"
+#include "engine/operation.h"
+
+namespace stsresize {
+
+struct DrainPlan {
+  std::string trigger;  // for people: "scaled down to 2 replicas: ordinal 2 left to drain"
+  std::vector<OrdinalDrain> ordinals;
+};
+
+// nullopt: the StatefulSet has not opted in (no cleanup pod template), or nothing can be
+// drained now (no claim left outside the replicas, or each waits: the scale-down not observed
+// yet, a pod still uses the claim...). An error: the StatefulSet, a claim or a pod is malformed.
+std::expected<std::optional<DrainPlan>, std::string> plan_drain(const Json& statefulset,
+                                                                const std::vector<Json>& claims,
+                                                                const std::vector<Json>& pods);
+
+}  // namespace stsresize

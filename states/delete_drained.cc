@@ -1,0 +1,73 @@
+// DeletingClaims: each ordinal whose cleanup pod Succeeded loses its cleanup pod, then its
+// claims (uid precondition: only the claim that was drained, never a new one of that name). An
+// ordinal the StatefulSet was scaled back up over meanwhile keeps its claims (cancelled): the
+// replica's pod mounts them as soon as the name is free, and a claim is never deleted under a pod.
+#include "engine/cleanup_pod.h"
+#include "states/drain_support.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+StepOutcome delete_drained_step(StepContext& ctx) {
+  using namespace steps;
+  if (ctx.statefulset.is_null()) return StepOutcome::transient("the StatefulSet is gone");
+  std::optional<std::vector<Json>> pods;
+  bool lingering = false;
+  for (const OrdinalDrain& d : ctx.op.drains) {
+    if (!d.succeeded || !d.cancelled.empty()) continue;
+    if (std::ranges::all_of(d.claims, [](const OrdinalClaim& c) { return c.deleted; })) continue;
+    const ObjectRef pod_ref{Kind::Pod, ctx.op.ns, drain::pod_name(ctx.op, d.ordinal)};
+    auto pod = get_optional(ctx, pod_ref);
+    if (!pod) return pod.error();
+    if (pod->has_value() && is_cleanup_pod(**pod, ctx.op.statefulset)) {
+      if (being_deleted(**pod)) {
+        lingering = true;
+        continue;
+      }
+      if (auto deleted = delete_intended(ctx, pod_ref, k8s::uid(**pod).value_or(""),
+                                         Propagation::Background, "its cleanup Succeeded");
+          !deleted) {
+        return deleted.error();
+      }
+      return StepOutcome::waiting(Duration{0});
+    }
+    auto replica = drain::is_replica(ctx.statefulset, d.ordinal);
+    if (!replica) return malformed(replica.error());
+    if (*replica) {
+      return record_and_continue(
+          ctx, entries::DrainCancelled{d.ordinal,
+                                       "scaled back up after its cleanup Succeeded: the replica "
+                                       "returns with the drained claims, which are kept"});
+    }
+    if (!pods) {
+      auto listed = ctx.kube.list(Kind::Pod, ctx.op.ns);
+      if (!listed) return from_error(listed.error(), "listing pods");
+      pods = std::move(listed->items);
+    }
+    if (!drain::claim_users(*pods, d, ctx.op.statefulset).empty()) {
+      lingering = true;
+      continue;
+    }
+    for (const OrdinalClaim& c : d.claims) {
+      if (c.deleted) continue;
+      auto claim = get_optional(ctx, claim_ref(ctx.op, c.claim));
+      if (!claim) return claim.error();
+      // Gone, or being deleted: the delete of the last call (or someone else's) was accepted.
+      const bool same = claim->has_value() && k8s::uid(**claim).value_or("") == c.uid;
+      if (!same || being_deleted(**claim)) {
+        return record_and_continue(ctx, entries::DrainedClaimDeleted{c.claim});
+      }
+      if (auto deleted =
+              delete_intended(ctx, claim_ref(ctx.op, c.claim), c.uid, Propagation::Background,
+                              "drained by cleanup pod of ordinal " + std::to_string(d.ordinal));
+          !deleted) {
+        return deleted.error();
+      }
+      return StepOutcome::waiting(Duration{0});
+    }
+  }
+  if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "cleanup pods finalizing");
+  return StepOutcome::done();
+}
+
+}  // namespace stsresize

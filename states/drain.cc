@@ -1,0 +1,137 @@
+// Draining: for each ordinal a scale-down left without its replica, the cleanup pod (the
+// StatefulSet's scaledown-pod-template, with the replica's identity: engine/cleanup_pod.h) runs on
+// its claims until it Succeeded. Nothing is deleted here but cleanup pods: an ordinal the
+// StatefulSet was scaled back up over is cancelled (its cleanup pod deleted, its claims kept) so
+// that the replica returns with its volume. Done when every ordinal is drained or cancelled.
+#include <algorithm>
+
+#include "engine/cleanup_pod.h"
+#include "states/drain_support.h"
+#include "states/step_support.h"
+
+namespace stsresize {
+
+namespace {
+
+using namespace steps;
+
+ObjectRef pod_ref(const Operation& op, int ordinal) {
+  return {Kind::Pod, op.ns, drain::pod_name(op, ordinal)};
+}
+
+// An ordinal that is a replica again: its cleanup pod (if ours) deleted, then the cancellation
+// recorded. The StatefulSet controller creates the replica's pod once the name is free.
+StepOutcome cancel(StepContext& ctx, const OrdinalDrain& d, const Json* pod) {
+  if (pod != nullptr && is_cleanup_pod(*pod, ctx.op.statefulset)) {
+    if (being_deleted(*pod)) return StepOutcome::waiting(ctx.settings.poll_interval);
+    if (auto deleted = delete_intended(ctx, pod_ref(ctx.op, d.ordinal), k8s::uid(*pod).value_or(""),
+                                       Propagation::Background,
+                                       "cancelled: the StatefulSet scaled back up over it");
+        !deleted) {
+      return deleted.error();
+    }
+    return StepOutcome::waiting(Duration{0});
+  }
+  auto replicas = k8s::spec_replicas(ctx.statefulset);
+  return record_and_continue(
+      ctx, entries::DrainCancelled{d.ordinal,
+                                   "scaled back up to " + std::to_string(replicas.value_or(0)) +
+                                       " replicas: the replica returns with its claims"});
+}
+
+}  // namespace
+
+StepOutcome drain_step(StepContext& ctx) {
+  if (ctx.statefulset.is_null()) return StepOutcome::transient("the StatefulSet is gone");
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
+  if (!pods) return from_error(pods.error(), "listing pods");
+  const std::span<const Json> all = pods->items;
+  int running = 0;
+  for (const OrdinalDrain& d : ctx.op.drains) {
+    if (!d.ended() && !d.pod_uid.empty()) ++running;
+  }
+  // Highest ordinal first, as the StatefulSet controller removes them.
+  std::vector<const OrdinalDrain*> order;
+  for (const OrdinalDrain& d : ctx.op.drains) order.push_back(&d);
+  std::ranges::sort(order, [](auto* a, auto* b) { return a->ordinal > b->ordinal; });
+
+  // OrderedReady starts and stops replicas one at a time: so do its cleanup pods.
+  const bool ordered =
+      ctx.statefulset.value("spec", Json::object())
+          .value("podManagementPolicy", std::string{"OrderedReady"}) == "OrderedReady";
+  const int limit = ordered ? 1 : ctx.settings.max_parallel_drains;
+  bool waiting = false;
+  for (const OrdinalDrain* d : order) {
+    if (d->ended()) continue;
+    const Json* pod = drain::find_pod(all, drain::pod_name(ctx.op, d->ordinal));
+    auto replica = drain::is_replica(ctx.statefulset, d->ordinal);
+    if (!replica) return malformed(replica.error());
+    if (*replica) return cancel(ctx, *d, pod);
+
+    const bool cleanup = pod != nullptr && is_cleanup_pod(*pod, ctx.op.statefulset);
+    if (pod != nullptr && !cleanup) {
+      // The replica's own pod (still terminating) or someone else's: the name is taken.
+      waiting = true;
+      continue;
+    }
+    if (cleanup) {
+      auto uid = k8s::uid(*pod);
+      if (!uid) return malformed(uid.error());
+      if (*uid != d->pod_uid) {
+        // Created by the last call (or before a crash), or left by an earlier drain or by the
+        // StatefulSet Scale-Down Controller: this drain takes it over.
+        if (being_deleted(*pod)) {
+          waiting = true;
+          continue;
+        }
+        return record_and_continue(ctx, entries::CleanupPodCreated{d->ordinal, *uid});
+      }
+      auto phase = k8s::pod_phase(*pod);
+      if (!phase) return malformed(phase.error());
+      if (*phase == "Succeeded") {
+        return record_and_continue(ctx, entries::CleanupSucceeded{d->ordinal});
+      }
+      if (*phase == "Failed") {
+        return StepOutcome::critical("cleanup pod " + drain::pod_name(ctx.op, d->ordinal) +
+                                     " failed");
+      }
+      if (const std::int32_t restarts = drain::restarts(*pod);
+          restarts > ctx.settings.drain_restart_limit) {
+        return StepOutcome::critical("cleanup pod " + drain::pod_name(ctx.op, d->ordinal) +
+                                     " restarted " + std::to_string(restarts) + " times (limit " +
+                                     std::to_string(ctx.settings.drain_restart_limit) + ")");
+      }
+      waiting = true;
+      continue;
+    }
+    // No pod of that name. Its cleanup pod was deleted by someone (pod_uid set): created again,
+    // the cleanup has not reported success and runs from the start.
+    if (!d->pod_uid.empty()) --running;
+    if (running >= limit) {
+      waiting = true;
+      continue;
+    }
+    auto observed = drain::scale_down_observed(ctx.statefulset);
+    if (!observed) return malformed(observed.error());
+    const std::vector<std::string> users = drain::claim_users(all, *d, ctx.op.statefulset);
+    if (!*observed || !users.empty()) {
+      waiting = true;
+      continue;
+    }
+    auto pod_object = cleanup_pod(ctx.statefulset, d->ordinal, ctx.op.id);
+    if (!pod_object) return StepOutcome::critical(explain(pod_object.error()));
+    if (auto created = create_intended(ctx, pod_ref(ctx.op, d->ordinal), *pod_object,
+                                       "cleanup pod of ordinal " + std::to_string(d->ordinal));
+        !created) {
+      return created.error();
+    }
+    return StepOutcome::waiting(Duration{0});
+  }
+  if (phase_timed_out(ctx, ctx.settings.drain_timeout)) {
+    return StepOutcome::critical("the drain is still running past the drain timeout");
+  }
+  if (waiting) return StepOutcome::waiting(ctx.settings.poll_interval, "cleanup pods running");
+  return StepOutcome::done();
+}
+
+}  // namespace stsresize

@@ -1,0 +1,75 @@
+#include "states/drain_support.h"
+
+#include <algorithm>
+
+#include "engine/cleanup_pod.h"
+#include "engine/k8s_objects.h"
+
+namespace stsresize::drain {
+
+std::expected<bool, std::string> is_replica(const Json& statefulset, int ordinal) {
+  auto replicas = k8s::spec_replicas(statefulset);
+  if (!replicas) return std::unexpected(replicas.error());
+  std::int64_t start = 0;
+  const Json& spec = statefulset.value("spec", Json::object());
+  if (spec.contains("ordinals") && spec["ordinals"].is_object() &&
+      spec["ordinals"].contains("start")) {
+    const Json& value = spec["ordinals"]["start"];
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+      return std::unexpected("spec.ordinals.start is not a non-negative integer");
+    }
+    start = value.get<std::int64_t>();
+  }
+  return ordinal >= start && ordinal < start + *replicas;
+}
+
+std::expected<bool, std::string> scale_down_observed(const Json& statefulset) {
+  auto generation = k8s::generation(statefulset);
+  auto status = k8s::statefulset_status(statefulset);
+  auto replicas = k8s::spec_replicas(statefulset);
+  if (!generation) return std::unexpected(generation.error());
+  if (!status) return std::unexpected(status.error());
+  if (!replicas) return std::unexpected(replicas.error());
+  return status->observed_generation >= *generation && status->replicas <= *replicas;
+}
+
+const Json* find_pod(std::span<const Json> pods, const std::string& name) {
+  for (const Json& pod : pods) {
+    auto pod_name = k8s::name(pod);
+    if (pod_name && *pod_name == name) return &pod;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> claim_users(std::span<const Json> pods, const OrdinalDrain& drain,
+                                     const std::string& sts) {
+  std::vector<std::string> users;
+  for (const Json& pod : pods) {
+    if (is_cleanup_pod(pod, sts)) continue;
+    auto mounted = k8s::mounted_claims(pod);
+    if (!mounted) continue;
+    const bool uses = std::ranges::any_of(*mounted, [&](const std::string& claim) {
+      return std::ranges::any_of(drain.claims,
+                                 [&](const OrdinalClaim& c) { return c.claim == claim; });
+    });
+    if (uses) users.push_back(k8s::name(pod).value_or("?"));
+  }
+  return users;
+}
+
+std::string pod_name(const Operation& op, int ordinal) {
+  return op.statefulset + "-" + std::to_string(ordinal);
+}
+
+std::int32_t restarts(const Json& pod) {
+  std::int32_t most = 0;
+  const Json& status = pod.value("status", Json::object());
+  for (const Json& container : status.value("containerStatuses", Json::array())) {
+    if (container.contains("restartCount") && container["restartCount"].is_number_integer()) {
+      most = std::max(most, container["restartCount"].get<std::int32_t>());
+    }
+  }
+  return most;
+}
+
+}  // namespace stsresize::drain

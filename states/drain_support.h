@@ -1,0 +1,31 @@
+#pragma once
+// What the drain's steps read about the StatefulSet and its pods (states/drain*.cc).
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/json.h"
+#include "engine/operation.h"
+#include "states/step.h"
+
+namespace stsresize::drain {
+
+// Whether `ordinal` is one of the StatefulSet's replicas again: within
+// [spec.ordinals.start, start + spec.replicas).
+std::expected<bool, std::string> is_replica(const Json& statefulset, int ordinal);
+// The StatefulSet controller has observed the current spec and runs no more pods than it asks
+// for: a scale-down is over, nothing of it still terminating.
+std::expected<bool, std::string> scale_down_observed(const Json& statefulset);
+// The pod named `name` among `pods`; nullopt when there is none.
+const Json* find_pod(std::span<const Json> pods, const std::string& name);
+// The pods other than `sts`'s cleanup pods that mount one of `drain`'s claims ("<pod>").
+std::vector<std::string> claim_users(std::span<const Json> pods, const OrdinalDrain& drain,
+                                     const std::string& sts);
+// "<sts>-<ordinal>": the replica's pod name, which its cleanup pod takes.
+std::string pod_name(const Operation& op, int ordinal);
+// The cleanup pod's restart count (the highest of its containers').
+std::int32_t restarts(const Json& pod);
+
+}  // namespace stsresize::drain

@@ -1,0 +1,375 @@
+// The scale-down drain on the simulated cluster: a scale-down of a StatefulSet that carries the
+// StatefulSet Scale-Down Controller's cleanup pod template runs that pod, with the removed
+// replica's identity, on the claims left behind, then deletes them; a scale back up stops it
+// keeping the claims; a cleanup that keeps failing ends Failed keeping them; a crash at any
+// side effect converges.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "engine/fold.h"
+#include "engine/vocabulary.h"
+#include "states/machine.h"
+#include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+const Json kCleanupTemplate = {
+    {"metadata", {{"labels", {{"app", "web-cleanup"}}}}},
+    {"spec",
+     {{"containers",
+       Json::array(
+           {{{"name", "drain"},
+             {"image", "busybox"},
+             {"command", Json::array({"sh", "-c", "move /data to the other replicas"})},
+             {"volumeMounts", Json::array({{{"name", "data"}, {"mountPath", "/data"}}})}}})}}}};
+
+// What each cleanup pod run saw: the pod, and the files of its "data" volume when it ran.
+struct CleanupRuns {
+  std::vector<Json> pods;
+  std::map<std::string, VolumeFiles> moved;  // by pod name: what it moved off its claim
+};
+
+class Drain : public ::testing::Test {
+ protected:
+  ResizeWorld world;
+  MemoryJournal journal;
+  CleanupRuns runs;
+  // nullopt: the cleanup keeps running; else its exit code.
+  std::optional<int> cleanup_exit = 0;
+
+  void SetUp() override {
+    world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
+          kCleanupTemplate.dump();
+    });
+    world.cluster.set_pod_runner(
+        [this](const Json& pod,
+               std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
+          runs.pods.push_back(pod);
+          if (!cleanup_exit) return std::nullopt;
+          if (*cleanup_exit == 0 && volumes.contains("data")) {
+            // The cleanup moves the data off the claim (to the other replicas, in real life).
+            runs.moved[pod["metadata"]["name"].get<std::string>()] = *volumes["data"];
+            volumes["data"]->clear();
+          }
+          return JobRun{*cleanup_exit, ""};
+        });
+  }
+
+  // The StatefulSet scaled, and its controller given the time to act on it (the controller
+  // would be woken by the StatefulSet's status and pod changes).
+  void scale_to(int replicas) {
+    world.kube.mutate_raw(world.sts(), [&](Json& live) { live["spec"]["replicas"] = replicas; });
+    world.settle(3);
+  }
+
+  // Until idle, then the cluster finishes what it was asked (deleted claims lose their
+  // protection finalizer once no pod uses them).
+  ReconcileResult run_to_idle(Reconciler& reconciler) {
+    ReconcileResult result = reconcile_until(
+        reconciler, world, idle(),
+        {.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+    world.settle(3);
+    return result;
+  }
+
+  bool claim_exists(const std::string& name) const {
+    return world.kube.get_raw(world.claim(name)).has_value();
+  }
+
+  std::vector<std::string> journal_types() {
+    std::vector<std::string> types;
+    auto operations = journal.operations();
+    if (!operations) return types;
+    for (const auto& summary : *operations) {
+      auto records = journal.read(summary.operation_id);
+      if (!records) continue;
+      for (const JournalRecord& record : *records) types.push_back(record.type);
+    }
+    return types;
+  }
+
+  // Every operation's journal folds (the tables of its kind accept every transition).
+  void expect_journal_consistent() {
+    auto operations = journal.operations();
+    ASSERT_TRUE(operations);
+    for (const auto& summary : *operations) {
+      auto records = journal.read(summary.operation_id);
+      ASSERT_TRUE(records);
+      auto folded = fold(*records, PhaseMachine::rules());
+      EXPECT_TRUE(folded) << summary.operation_id << ": " << folded.error().message;
+    }
+  }
+};
+
+TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsClaims) {
+  scale_to(2);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  run_to_idle(reconciler);
+
+  ASSERT_FALSE(runs.pods.empty()) << "no cleanup pod ran";
+  const Json& pod = runs.pods.front();
+  EXPECT_EQ(pod["metadata"]["name"], "web-2");
+  EXPECT_EQ(pod["spec"]["hostname"], "web-2");
+  EXPECT_EQ(pod["spec"]["subdomain"], "web");
+  EXPECT_EQ(pod["metadata"]["labels"]["scaledown-pod"], "web-2");
+  EXPECT_EQ(pod["metadata"]["annotations"][std::string{kScaledownPodOwnerAnnotation}], "web");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+
+  EXPECT_FALSE(claim_exists("data-web-2"));
+  EXPECT_FALSE(claim_exists("logs-web-2"));
+  EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, "web-2"}).has_value());
+  for (int i = 0; i < 2; ++i) {
+    for (const char* tmpl : {"data", "logs"}) {
+      const std::string name = naming::claim_name(tmpl, kSts, i);
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+    }
+  }
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kStateAnnotation}));
+  EXPECT_NE(
+      sts["metadata"]["annotations"][std::string{kLastOperationAnnotation}].get<std::string>().find(
+          "\"kind\":\"Drain\""),
+      std::string::npos);
+  EXPECT_TRUE(world.events.contains("DrainStarted"));
+  EXPECT_TRUE(world.events.contains("DrainCompleted"));
+  const auto types = journal_types();
+  EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 2);
+  EXPECT_EQ(std::ranges::count(types, "CleanupSucceeded"), 1);
+  expect_journal_consistent();
+}
+
+TEST_F(Drain, NothingIsDrainedWithoutTheTemplateOrWhileTheScaleDownIsNotObserved) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"].erase(std::string{kScaledownPodTemplateAnnotation});
+  });
+  scale_to(2);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  run_to_idle(reconciler);
+  EXPECT_TRUE(runs.pods.empty());
+  EXPECT_TRUE(claim_exists("data-web-2"));
+  EXPECT_TRUE(journal_types().empty());
+}
+
+// 3 -> 1 drains ordinals 2 and 1: in parallel (bounded by max_parallel_drains) for a Parallel
+// StatefulSet, one at a time for an OrderedReady one, as its replicas start and stop.
+TEST_F(Drain, TwoOrdinalsAreDrainedAtOnceOrOneAtATimeAsThePodManagementPolicySays) {
+  for (const std::string policy : {"Parallel", "OrderedReady"}) {
+    SCOPED_TRACE(policy);
+    ResizeWorld fresh;
+    MemoryJournal fresh_journal;
+    fresh.seed(false, "1Gi");
+    fresh.kube.mutate_raw(fresh.sts(), [&](Json& live) {
+      live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
+          kCleanupTemplate.dump();
+      live["spec"]["podManagementPolicy"] = policy;
+    });
+    std::set<std::string> drained;
+    std::size_t most_at_once = 0;
+    std::map<std::string, int> passes;
+    fresh.cluster.set_pod_runner(
+        [&](const Json& pod, std::map<std::string, VolumeFiles*>&) -> std::optional<JobRun> {
+          std::size_t cleanup_pods = 0;
+          for (const Json& p : fresh.kube.list_raw(Kind::Pod)) {
+            // Running ones: a Succeeded cleanup pod waits for DeletingClaims.
+            const bool cleanup = p["metadata"]
+                                     .value("annotations", Json::object())
+                                     .contains(std::string{kScaledownPodOwnerAnnotation});
+            cleanup_pods += cleanup && p["status"].value("phase", "") != "Succeeded";
+          }
+          most_at_once = std::max(most_at_once, cleanup_pods);
+          const std::string name = pod["metadata"]["name"];
+          if (++passes[name] < 3) return std::nullopt;  // runs a while
+          drained.insert(name);
+          return JobRun{0, ""};
+        });
+    fresh.kube.mutate_raw(fresh.sts(), [](Json& live) { live["spec"]["replicas"] = 1; });
+    fresh.settle(6);
+    Reconciler reconciler{fresh.kube, fresh_journal, fresh.clock, fresh.events};
+    reconcile_until(reconciler, fresh, idle(),
+                    {.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+    fresh.settle(3);
+    EXPECT_EQ(drained, (std::set<std::string>{"web-1", "web-2"}));
+    EXPECT_EQ(most_at_once, policy == "Parallel" ? 2u : 1u);
+    for (const char* claim : {"data-web-1", "logs-web-1", "data-web-2", "logs-web-2"}) {
+      EXPECT_FALSE(fresh.kube.get_raw(fresh.claim(claim)).has_value()) << claim;
+    }
+    EXPECT_TRUE(fresh.kube.get_raw(fresh.claim("data-web-0")).has_value());
+  }
+}
+
+TEST_F(Drain, AScaleBackUpWhileTheCleanupRunsCancelsItKeepingTheClaimAndItsData) {
+  cleanup_exit = std::nullopt;  // the cleanup keeps running
+  const std::string uid = world.kube.get_raw(world.claim("data-web-2"))->at("metadata").at("uid");
+  scale_to(2);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  reconcile_until(reconciler, world,
+                  {"the cleanup pod running",
+                   [&](const ReconcileResult&) {
+                     auto pod = world.kube.get_raw({Kind::Pod, kNs, "web-2"});
+                     return pod && (*pod)["status"].value("phase", "") == "Running";
+                   }},
+                  {.limit = 50});
+  scale_to(3);
+  run_to_idle(reconciler);
+  const auto claim = world.kube.get_raw(world.claim("data-web-2"));
+  ASSERT_TRUE(claim);
+  EXPECT_EQ((*claim)["metadata"]["uid"], uid);
+  EXPECT_EQ(world.cluster.volume_files(world.claim("data-web-2")),
+            world.original_files["data-web-2"]);
+  auto pod = world.kube.get_raw({Kind::Pod, kNs, "web-2"});
+  ASSERT_TRUE(pod) << "the replica did not come back";
+  EXPECT_FALSE((*pod)["metadata"]
+                   .value("annotations", Json::object())
+                   .contains(std::string{kScaledownPodOwnerAnnotation}))
+      << "web-2 is still the cleanup pod";
+  const auto types = journal_types();
+  EXPECT_EQ(std::ranges::count(types, "DrainCancelled"), 1);
+  EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 0);
+  expect_journal_consistent();
+}
+
+TEST_F(Drain, ACleanupThatKeepsFailingEndsFailedKeepingTheClaimsAndARetryDrainsThem) {
+  cleanup_exit = 1;
+  scale_to(2);
+  EngineSettings settings;
+  settings.drain_restart_limit = 2;
+  {
+    Reconciler reconciler{world.kube, journal, world.clock, world.events, settings};
+    run_to_idle(reconciler);
+  }
+  Json sts = world.live_sts();
+  EXPECT_EQ(sts["metadata"]["annotations"][std::string{kPhaseAnnotation}], "Failed");
+  EXPECT_EQ(sts["metadata"]["labels"][std::string{kFailedLabel}], "true");
+  EXPECT_TRUE(claim_exists("data-web-2"));
+  EXPECT_TRUE(claim_exists("logs-web-2"));
+  EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, "web-2"}).has_value())
+      << "the failing cleanup pod was left";
+  EXPECT_TRUE(world.events.contains("DrainFailed"));
+  EXPECT_EQ(world.cluster.volume_files(world.claim("data-web-2")),
+            world.original_files["data-web-2"]);
+  expect_journal_consistent();
+
+  // The fault cleared, a person retries: a new drain completes.
+  cleanup_exit = 0;
+  const std::string operation = read_operation(sts)->value().id;
+  world.kube.mutate_raw(world.sts(), [&](Json& live) {
+    live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] = encode_advance_request(
+        {Action::Retry, Phase::Failed, operation, "alice", "2026-11-26T00:00:00Z", "n1"});
+  });
+  {
+    Reconciler reconciler{world.kube, journal, world.clock, world.events, settings};
+    run_to_idle(reconciler);
+  }
+  EXPECT_FALSE(claim_exists("data-web-2"));
+  EXPECT_FALSE(claim_exists("logs-web-2"));
+  EXPECT_FALSE(world.live_sts()["metadata"]["labels"].contains(std::string{kFailedLabel}));
+  expect_journal_consistent();
+}
+
+TEST_F(Drain, ManualModeHoldsTheDrainBeforeItsFirstCleanupPod) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kModeAnnotation}] = "manual";
+  });
+  scale_to(2);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  run_to_idle(reconciler);
+  EXPECT_TRUE(runs.pods.empty());
+  const Json sts = world.live_sts();
+  EXPECT_EQ(sts["metadata"]["annotations"][std::string{kAwaitingApprovalAnnotation}],
+            "Pending -> Draining");
+  EXPECT_TRUE(claim_exists("data-web-2"));
+}
+
+// kill -9 after every mutating call of a drain (the annotation writes included), with the journal
+// kept and lost: the next process finishes it, the claims of ordinal 2 go only after a cleanup
+// pod Succeeded, the other claims keep their data, no cleanup pod is left.
+TEST_F(Drain, ACrashAfterAnySideEffectConverges) {
+  int total = 0;
+  // Count the mutations of a whole drain first.
+  {
+    scale_to(2);
+    const int before = world.kube.mutations();
+    Reconciler reconciler{world.kube, journal, world.clock, world.events};
+    run_to_idle(reconciler);
+    total = world.kube.mutations() - before;
+  }
+  ASSERT_GT(total, 4);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      ResizeWorld fresh;
+      MemoryJournal first_journal;
+      fresh.seed(false, "1Gi");
+      fresh.kube.mutate_raw(fresh.sts(), [](Json& live) {
+        live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
+            kCleanupTemplate.dump();
+      });
+      bool succeeded_once = false;
+      fresh.cluster.set_pod_runner(
+          [&](const Json&, std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
+            volumes["data"]->clear();
+            succeeded_once = true;
+            return JobRun{0, ""};
+          });
+      fresh.kube.mutate_raw(fresh.sts(), [](Json& live) { live["spec"]["replicas"] = 2; });
+      fresh.settle(3);
+      const int start = fresh.kube.mutations();
+      fresh.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{fresh.kube, first_journal, fresh.clock, fresh.events};
+        reconcile_until(reconciler, fresh,
+                        {"a crash",
+                         [&](const ReconcileResult& r) {
+                           return fresh.kube.mutations() - start >= k ||
+                                  r.is(ReconcileResult::Kind::Idle);
+                         }},
+                        {.limit = 300,
+                         .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+                         .terminal_fails = false});
+      }
+      fresh.kube.set_mutation_budget(std::nullopt);
+      MemoryJournal lost;
+      Journal& second = keep_journal ? static_cast<Journal&>(first_journal) : lost;
+      {
+        Reconciler reconciler{fresh.kube, second, fresh.clock, fresh.events};
+        reconcile_until(
+            reconciler, fresh, idle(),
+            {.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+        fresh.settle(3);
+      }
+      EXPECT_TRUE(succeeded_once);
+      EXPECT_FALSE(fresh.kube.get_raw(fresh.claim("data-web-2")).has_value());
+      EXPECT_FALSE(fresh.kube.get_raw(fresh.claim("logs-web-2")).has_value());
+      EXPECT_FALSE(fresh.kube.get_raw({Kind::Pod, kNs, "web-2"}).has_value());
+      for (int i = 0; i < 2; ++i) {
+        const std::string name = naming::claim_name("data", kSts, i);
+        EXPECT_EQ(fresh.cluster.volume_files(fresh.claim(name)), fresh.original_files[name]);
+      }
+      const Json sts = fresh.live_sts();
+      EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kStateAnnotation}))
+          << sts["metadata"]["annotations"].dump();
+      if (keep_journal) {
+        auto operations = first_journal.operations();
+        ASSERT_TRUE(operations);
+        for (const auto& summary : *operations) {
+          auto folded = fold(*first_journal.read(summary.operation_id), PhaseMachine::rules());
+          EXPECT_TRUE(folded) << folded.error().message;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stsresize
