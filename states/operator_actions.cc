@@ -191,8 +191,8 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   auto classes = steps::list_storage_classes(r_.kube_);
   if (!classes) return retry("listing storage classes: " + classes.error().message);
   const auto wanted = wanted_resize(sts_, claims->items, *classes);
-  if (auto allowed =
-          check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items, jobs->items, wanted);
+  if (auto allowed = check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items,
+                                 jobs->items, wanted);
       !allowed) {
     return refused(text, request, allowed.error());
   }
@@ -236,7 +236,8 @@ std::optional<ReconcileResult> Reconciler::Session::take_resume(const std::strin
   if (!claims) return retry("listing claims: " + claims.error().message);
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns);
   if (!jobs) return retry("listing jobs: " + jobs.error().message);
-  if (auto allowed = check_resume(request, op_, PhaseMachine::rules(op_.kind), claims->items, jobs->items);
+  if (auto allowed =
+          check_resume(request, op_, PhaseMachine::rules(op_.kind), claims->items, jobs->items);
       !allowed) {
     return refused(text, request, allowed.error());
   }
