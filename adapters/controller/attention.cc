@@ -4,6 +4,8 @@
 
 #include "engine/actions/request.h"
 #include "engine/annotations.h"
+#include "engine/cleanup_pod.h"
+#include "engine/drain_candidates.h"
 #include "engine/k8s_objects.h"
 #include "engine/planner.h"
 
@@ -43,6 +45,15 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
   if (is_marked_failed(statefulset)) return Attention::None;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
   if (request && request->has_value()) return Attention::Request;
+  // Opted in to the drain, with claims left outside the replicas: the reconciler decides with
+  // the live pods whether they can be drained now (the cache holds only stsresize's pods).
+  if (scaledown_pod_template(statefulset)) {
+    auto drains = drain_candidates(statefulset, claims_in_namespace, {});
+    if (!drains) return Attention::Detected;
+    for (const DrainCandidate& candidate : drains->candidates) {
+      if (!candidate.claims.empty()) return Attention::Detected;
+    }
+  }
   auto plan = plan_resize(statefulset, claims_in_namespace, storage_classes);
   if (!plan || plan->has_value()) return Attention::Detected;
   return Attention::None;

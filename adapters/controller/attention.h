@@ -18,7 +18,8 @@ enum class Attention {
   Operation,  // an operation is under way (a state annotation that is not terminal, or no
               // state but backup claims of an operation that did not complete)
   Request,    // an explicit resize request annotation
-  Detected,   // the planner finds claims to resize, or refuses the templates as they are
+  Detected,   // the planner finds claims to resize, or refuses the templates as they are; or
+              // the StatefulSet opts in to the drain and has claims outside its replicas
   Invalid,    // the state annotation cannot be read: the reconciler reports it
 };
 std::string_view to_string(Attention attention);

@@ -5,6 +5,7 @@
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/resize_request.h"
+#include "engine/vocabulary.h"
 #include "states/reconciler.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
@@ -41,6 +42,21 @@ TEST(Attention, AShrinkIsDetectedSoThatTheRefusalIsReported) {
   ResizeWorld world;
   world.seed(/*expandable=*/true, "512Mi");
   EXPECT_EQ(attention_of(world), Attention::Detected);
+}
+
+// Opted in to the drain: claims left outside the replicas by a scale-down are reconciled (the
+// reconciler decides with the live pods whether they can be drained yet); without the template,
+// or with every claim a replica's, nothing is.
+TEST(Attention, ClaimsLeftByAScaleDownAreDetectedOnlyWhenTheStatefulSetOptsInToTheDrain) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, /*to_size=*/"1Gi");
+  world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 2; });
+  EXPECT_EQ(attention_of(world), Attention::None);
+  set_annotation(world, kScaledownPodTemplateAnnotation,
+                 R"({"spec":{"containers":[{"name":"c","image":"busybox"}]}})");
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 3; });
+  EXPECT_EQ(attention_of(world), Attention::None);
 }
 
 TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {
