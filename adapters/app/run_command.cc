@@ -47,6 +47,12 @@ constexpr std::string_view kFooter =
     "in annotations on the StatefulSet, so a controller killed at any moment resumes where it\n"
     "was. Run two replicas with --leader-elect: only the holder of the Lease works.\n"
     "\n"
+    "Scale-down drain: a StatefulSet annotated statefulsets.kubernetes.io/scaledown-pod-template\n"
+    "(the StatefulSet Scale-Down Controller's key, or stsresize.dev/scaledown-pod-template) gets,\n"
+    "for each ordinal a scale-down leaves without its replica, a cleanup pod named as that\n"
+    "replica, on its claims; once the pod Succeeded, the pod and then the claims are deleted. A\n"
+    "scale back up first stops it, keeping the claims (--max-parallel-drains, --drain-timeout).\n"
+    "\n"
     "Credentials: --kubeconfig, else $KUBECONFIG, else the pod's service account (in a\n"
     "cluster), else ~/.kube/config.\n"
     "\n"
@@ -119,6 +125,9 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
   run->add_option("--max-parallel-copies", flags.max_parallel_copies,
                   "Copy Jobs running at once per operation")
       ->capture_default_str();
+  run->add_option("--max-parallel-drains", flags.max_parallel_drains,
+                  "Cleanup pods running at once per scale-down drain (OrderedReady sets: 1)")
+      ->capture_default_str();
   run->add_option("--sync-image", flags.sync_image,
                   "Image of the copy Jobs: needs sh, rsync, find, xargs, stat, sort, sha256sum "
                   "(default: " +
@@ -132,6 +141,13 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
       ->capture_default_str();
   run->add_option("--job-timeout", flags.job_timeout,
                   "A copy Job still running this long fails the operation")
+      ->capture_default_str();
+  run->add_option("--drain-timeout", flags.drain_timeout,
+                  "A drain whose cleanup pods have not all Succeeded this long fails (its "
+                  "cleanup pods deleted, every claim kept)")
+      ->capture_default_str();
+  run->add_option("--drain-restart-limit", flags.drain_restart_limit,
+                  "A cleanup pod restarted more often than this fails the drain")
       ->capture_default_str();
   run->add_option("--log-level", flags.log_level, "debug, info, warn or error")
       ->capture_default_str();
@@ -166,6 +182,7 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
       {"poll-interval", flags.poll_interval, &config.engine.poll_interval},
       {"pending-timeout", flags.pending_timeout, &config.engine.pending_timeout},
       {"job-timeout", flags.job_timeout, &config.engine.job_timeout},
+      {"drain-timeout", flags.drain_timeout, &config.engine.drain_timeout},
   };
   for (const DurationFlag& flag : durations) {
     auto parsed = parse_duration(flag.text);
@@ -188,8 +205,14 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
   if (flags.max_parallel_copies < 1 || flags.max_parallel_copies > 64) {
     return named("max-parallel-copies", "must be from 1 to 64");
   }
+  if (flags.max_parallel_drains < 1 || flags.max_parallel_drains > 64) {
+    return named("max-parallel-drains", "must be from 1 to 64");
+  }
+  if (flags.drain_restart_limit < 0) return named("drain-restart-limit", "must not be negative");
   config.workers = flags.max_concurrent_operations;
   config.engine.max_parallel_copies = flags.max_parallel_copies;
+  config.engine.max_parallel_drains = flags.max_parallel_drains;
+  config.engine.drain_restart_limit = flags.drain_restart_limit;
   if (!flags.sync_image.empty()) config.engine.copy_job.image = flags.sync_image;
   if (auto resources = copy_job_resources(flags.copy_job); resources) {
     config.engine.copy_job.resources = *resources;

@@ -33,11 +33,14 @@ struct RunFlags {
   std::string journal = "/var/lib/stsresize/journal.db";
   int max_concurrent_operations = 4;
   int max_parallel_copies = 2;
+  int max_parallel_drains = 2;
+  int drain_restart_limit = 5;
   std::string sync_image{};  // empty: the engine's default
   CopyJobFlags copy_job{};
   std::string poll_interval = "5s";
   std::string pending_timeout = "10m";
   std::string job_timeout = "6h";
+  std::string drain_timeout = "1h";
   std::string log_level = "info";
   std::string log_format = "text";
 };
