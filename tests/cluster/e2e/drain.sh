@@ -271,14 +271,14 @@ assert_moved() {
   done
   sort -k2 -o "$work/moved-web-$from" "$work/moved-web-$from"
   sort -k2 "$work/before-web-$from" | diff - "$work/moved-web-$from" >"$work/moved-web-$from.diff" ||
-    fail "the files of web-$from are not on $* with their sha256: $(head -n 20 "$work/moved-web-$from.diff")"
+    fail "the files of web-$from are not on$(printf ' web-%s' "$@") with their sha256 (< before, > found): $(head -n 20 "$work/moved-web-$from.diff")"
   grep -q "  ./shard-web-$from$" "$work/moved-web-$from" || fail "the marker shard-web-$from was not moved"
   info=$(pv_dir "data-web-$1")/drained/web-$from/.drain-info
   [[ -f $info ]] || fail "no .drain-info from web-$from on web-$1"
   [[ $(<"$info") == "hostname=web-$from"$'\n'"pod=web-$from"$'\n'"scaledown-pod=web-$from"$'\n'"owner=web" ]] ||
     fail "the cleanup of web-$from ran as: $(<"$info")"
   local counts=''
-  for t in "$@"; do counts+=" web-$t: $(wc -l <"$work/moved-web-$from-to-$t")"; done
+  for t in "$@"; do counts+="${counts:+, }web-$t: $(wc -l <"$work/moved-web-$from-to-$t")"; done
   ok "all $(wc -l <"$work/before-web-$from") files of web-$from moved, same sha256 ($counts); it ran with hostname web-$from, label scaledown-pod=web-$from, owner web"
 }
 
