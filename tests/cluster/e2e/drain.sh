@@ -286,6 +286,18 @@ assert_moved() {
 # is still writing left out).
 cleanup_pods() { jq -c '.object' "$work/watch-cleanup-pods" 2>/dev/null || true; }
 
+# wait_cleanup_pod_seen ORDINAL SECS: until the watch saw a cleanup pod web-ORDINAL (it may come
+# and go between two polls).
+wait_cleanup_pod_seen() {
+  local deadline=$((SECONDS + $2))
+  until cleanup_pods | jq -e -s --arg n "web-$1" 'any(.[]; .metadata.name == $n)' >/dev/null; do
+    if ((SECONDS > deadline)); then
+      fail "no cleanup pod web-$1 was created within $2s of the scale-down (phase: '$(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}')', claims: $(k get pvc -o name | paste -sd' '))"
+    fi
+    sleep 0.5
+  done
+}
+
 # assert_cleanup_pod ORDINAL: the first cleanup pod seen for ORDINAL carries the identity.
 assert_cleanup_pod() {
   local o=$1 pod
@@ -459,6 +471,7 @@ case $case_name in
       stand_in_drain 2 &
       stand_in_pid=$!
     fi
+    wait_cleanup_pod_seen 2 120
     wait_drained web 300
     ((stand_in)) || ok "completed; phases seen: ${phases[*]}"
 
@@ -556,10 +569,12 @@ case $case_name in
       stand_in_drain 2 1 &
       stand_in_pid=$!
     fi
+    wait_cleanup_pod_seen 2 120
+    wait_cleanup_pod_seen 1 120
     wait_drained web 300
     ((stand_in)) || ok "completed; phases seen: ${phases[*]}"
     # Ordinals drained one after the other may each be an operation of their own.
-    deadline=$((SECONDS + 240))
+    deadline=$((SECONDS + 120))
     while k get pvc data-web-1 >/dev/null 2>&1 || k get pvc data-web-2 >/dev/null 2>&1 ||
       [[ -n $(k get pods -l scaledown-pod -o name) ]] ||
       { ((!stand_in)) && [[ -n $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}') ]]; }; do
