@@ -73,7 +73,9 @@ port=$((20000 + RANDOM % 12000))
 
 # The StatefulSet: every replica writes its identity, then serves the receiver. The CGI script
 # answers 400 for a sender name that is not a pod name, 500 (the sender retries) if the tar
-# cannot be extracted.
+# cannot be extracted. Each request gets its own temporary file from mktemp, not from "$$":
+# Kubernetes turns "$$" in a command into "$", and two cleanup pods sending at once then
+# overwrote each other's tar.
 manifest() {
   sed "s/@PORT@/$port/g" <<'EOF'
 apiVersion: v1
@@ -133,7 +135,7 @@ spec:
               printf 'Status: 400 Bad Request\r\nContent-Type: text/plain\r\n\r\nbad sender "%s"\n' "$from"
               exit 0 ;;
           esac
-          tmp=/tmp/incoming-$$.tar
+          tmp=$(mktemp /tmp/incoming.XXXXXX)
           head -c "${CONTENT_LENGTH:-0}" > "$tmp"
           mkdir -p "/data/drained/$from"
           if ! err=$(tar -x -C "/data/drained/$from" -f "$tmp" 2>&1); then
