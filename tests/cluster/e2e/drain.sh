@@ -415,7 +415,7 @@ assert_drain_events() {
   done <<<"$transitions"
   ((${#missing[@]} == 0)) || fail "no Event for: ${missing[*]}; events: $messages"
   ok "$(wc -l <<<"$messages") Events on statefulset/web, one for each of the $(grep -c . <<<"$transitions") journaled phase changes"
-  grep -iE 'drain|cleanup' <<<"$messages" | head -n 8 | sed 's/^/    /'
+  grep -m 8 -iE 'drain|cleanup' <<<"$messages" | sed 's/^/    /'
 }
 
 # --- the StatefulSet, its data, its receivers -------------------------------------------------
