@@ -455,6 +455,8 @@ k get statefulset web --watch -o jsonpath='{.metadata.annotations.stsresize\.dev
 watchers+=("$!")
 # shellcheck disable=SC2016 # expanded at exit
 on_exit 'for p in "${watchers[@]}"; do kill "$p" 2>/dev/null; done; true'
+# The StatefulSet's watch has listed it (a line, the phase empty): the watches are established.
+wait_file "$work/watch-phase" 20
 
 if ((stand_in)); then
   step "no controller: this script plays stsresize's part (--stand-in)"
@@ -511,7 +513,7 @@ case $case_name in
     ((stand_in)) && stand_in_start 2
     deadline=$((SECONDS + 120))
     until is_cleanup_pod 2 && [[ -n $(jp pod/web-2 '{.status.containerStatuses[0].state.running}' 2>/dev/null) ]]; do
-      ((SECONDS > deadline)) && fail "no running cleanup pod web-2 after 120s"
+      ((SECONDS > deadline)) && fail "no running cleanup pod web-2 within 120s of the scale-down (phase: '$(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}')', pods: $(k get pods -o name | paste -sd' '))"
       sleep 0.5
     done
     cleanup_uid=$(jp pod/web-2 '{.metadata.uid}')
