@@ -1,8 +1,11 @@
 package main
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -266,5 +269,48 @@ func TestKubeletLostNodeKillsWithoutUpdates(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if p := e.pod(t, "lost"); p.Status.Phase != v1.PodRunning || p.Status.ContainerStatuses[0].State.Running == nil {
 		t.Errorf("status of a pod on a lost node changed: %+v", p.Status)
+	}
+}
+
+// Pods share the host network and their IPs are on the host's loopback (127.0.0.0/8): a
+// container can listen on its own pod IP and another pod reaches it there. The scale-down drain's
+// e2e test (tests/cluster/e2e/drain.sh) relies on it: its cleanup pod, with another pod's
+// hostname, sends files to receivers listening on the remaining replicas' pod IPs.
+func TestKubeletPodsReachEachOtherOnPodIPs(t *testing.T) {
+	if _, err := exec.LookPath("busybox"); err != nil {
+		t.Skip("busybox is not installed (scripts/bootstrap installs it)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	server := simPod("receiver", v1.RestartPolicyAlways, "/bin/sh", "-c",
+		`mkdir -p /tmp/www && echo "hello from $HOSTNAME" > /tmp/www/hello && exec busybox httpd -f -p "$POD_IP:$PORT" -h /tmp/www`)
+	server.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "PORT", Value: port},
+	}
+	e := newTestKubelet(t, server)
+	ip := e.waitPhase(t, "receiver", v1.PodRunning).Status.PodIP
+	if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() || ip == NodeIP {
+		t.Fatalf("pod IP %q is not a loopback address of its own", ip)
+	}
+
+	// Running is reported when the container starts, before httpd listens: the client retries
+	// (busybox 1.35's wget -T crashes on a refused connection, hence the loop).
+	client := simPod("web-2", v1.RestartPolicyNever, "/bin/sh", "-c",
+		`for i in $(seq 50); do got=$(busybox wget -q -O - "http://$SERVER/hello" 2>/dev/null) && break; sleep 0.1; done
+echo "$(cat /proc/sys/kernel/hostname): $got"`)
+	client.Spec.Hostname = "web-2"
+	client.Spec.Subdomain = "web"
+	client.Spec.Containers[0].Env = []v1.EnvVar{{Name: "SERVER", Value: net.JoinHostPort(ip, port)}}
+	if _, err := e.client.CoreV1().Pods("default").Create(e.ctx, client, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPhase(t, "web-2", v1.PodSucceeded)
+	if log := e.podLog("web-2", "main"); log != "web-2: hello from receiver\n" {
+		t.Errorf("log = %q (the receiver on %s:%s: %q)", log, ip, port, e.podLog("receiver", "main"))
 	}
 }
