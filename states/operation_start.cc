@@ -35,6 +35,9 @@ ReconcileResult Reconciler::Session::start() {
 
 std::optional<ReconcileResult> Reconciler::Session::start_drain() {
   if (!scaledown_pod_template(sts_)) return std::nullopt;
+  // At 0 replicas because a resize scaled it there (its state removed): not a scale-down, and
+  // draining would take every claim. The resize that begins next scales it back.
+  if (auto mark = original_replicas_mark(sts_); !mark || mark->has_value()) return std::nullopt;
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
   auto pods = r_.kube_.list(Kind::Pod, ref_.ns);

@@ -276,6 +276,59 @@ TEST_F(Drain, ACleanupThatKeepsFailingEndsFailedKeepingTheClaimsAndARetryDrainsT
   expect_journal_consistent();
 }
 
+// A resize scales the set to 0 for its copy; if its state is then removed, the set stays at 0
+// with the stsresize.dev/original-replicas mark: that is no scale-down, and nothing is drained
+// (the resize that begins again scales it back).
+TEST_F(Drain, ASetAtZeroBecauseOfAResizeIsNotDrained) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kOriginalReplicasAnnotation}] = "3";
+  });
+  scale_to(0);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  run_to_idle(reconciler);
+  EXPECT_TRUE(runs.pods.empty());
+  for (const std::string& claim : world.claim_names()) EXPECT_TRUE(claim_exists(claim)) << claim;
+  EXPECT_EQ(std::ranges::count(journal_types(), "DrainPlanned"), 0);
+}
+
+// A resize and a drain wanted at once (the templates raised and the set scaled down together):
+// one operation at a time, the drain first (the resize would otherwise copy claims about to be
+// drained); then the resize of the replicas that are left. No data lost.
+TEST_F(Drain, AResizeAndADrainWantedTogetherRunOneAfterTheOther) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    for (Json& tmpl : live["spec"]["volumeClaimTemplates"]) {
+      tmpl["spec"]["resources"]["requests"]["storage"] = "2Gi";
+    }
+  });
+  scale_to(2);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  run_to_idle(reconciler);  // the drain
+  // The drain's last annotation write wakes the controller again (a watch event): the resize.
+  run_to_idle(reconciler);
+  EXPECT_FALSE(claim_exists("data-web-2"));
+  EXPECT_FALSE(claim_exists("logs-web-2"));
+  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  for (int i = 0; i < 2; ++i) {
+    for (const char* tmpl : {"data", "logs"}) {
+      const std::string name = naming::claim_name(tmpl, kSts, i);
+      auto claim = world.kube.get_raw(world.claim(name));
+      ASSERT_TRUE(claim) << name;
+      EXPECT_EQ((*claim)["spec"]["resources"]["requests"]["storage"], "2Gi") << name;
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+    }
+  }
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  ASSERT_EQ(operations->size(), 2u);
+  auto first = journal.read(operations->at(0).operation_id);
+  auto second = journal.read(operations->at(1).operation_id);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->at(1).type, "DrainPlanned");
+  EXPECT_EQ(second->back().type, "OperationFinished");
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], 2);
+  expect_journal_consistent();
+}
+
 TEST_F(Drain, ManualModeHoldsTheDrainBeforeItsFirstCleanupPod) {
   world.kube.mutate_raw(world.sts(), [](Json& live) {
     live["metadata"]["annotations"][std::string{kModeAnnotation}] = "manual";
