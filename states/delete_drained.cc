@@ -29,15 +29,17 @@ StepOutcome delete_drained_step(StepContext& ctx) {
           !deleted) {
         return deleted.error();
       }
+      drain::tell_deleted(ctx, "cleanup pod " + pod_ref.name + " deleted: its cleanup Succeeded");
       return StepOutcome::waiting(Duration{0});
     }
     auto replica = drain::is_replica(ctx.statefulset, d.ordinal);
     if (!replica) return malformed(replica.error());
     if (*replica) {
-      return record_and_continue(
-          ctx, entries::DrainCancelled{d.ordinal,
-                                       "scaled back up after its cleanup Succeeded: the replica "
-                                       "returns with the drained claims, which are kept"});
+      const std::string why =
+          "scaled back up after its cleanup Succeeded: the replica returns with the drained "
+          "claims, which are kept";
+      return drain::record_and_tell(ctx, entries::DrainCancelled{d.ordinal, why}, "DrainCancelled",
+                                    "ordinal " + std::to_string(d.ordinal) + ": " + why);
     }
     if (!pods) {
       auto listed = ctx.kube.list(Kind::Pod, ctx.op.ns);
@@ -63,6 +65,8 @@ StepOutcome delete_drained_step(StepContext& ctx) {
           !deleted) {
         return deleted.error();
       }
+      drain::tell_deleted(ctx, "claim " + c.claim + " deleted: drained by cleanup pod " +
+                                   drain::pod_name(ctx.op, d.ordinal));
       return StepOutcome::waiting(Duration{0});
     }
   }

@@ -30,13 +30,16 @@ StepOutcome cancel(StepContext& ctx, const OrdinalDrain& d, const Json* pod) {
         !deleted) {
       return deleted.error();
     }
+    drain::tell_deleted(ctx, "cleanup pod " + drain::pod_name(ctx.op, d.ordinal) +
+                                 " deleted: the StatefulSet scaled back up over ordinal " +
+                                 std::to_string(d.ordinal));
     return StepOutcome::waiting(Duration{0});
   }
   auto replicas = k8s::spec_replicas(ctx.statefulset);
-  return record_and_continue(
-      ctx, entries::DrainCancelled{d.ordinal,
-                                   "scaled back up to " + std::to_string(replicas.value_or(0)) +
-                                       " replicas: the replica returns with its claims"});
+  const std::string why = "scaled back up to " + std::to_string(replicas.value_or(0)) +
+                          " replicas: the replica returns with its claims";
+  return drain::record_and_tell(ctx, entries::DrainCancelled{d.ordinal, why}, "DrainCancelled",
+                                "ordinal " + std::to_string(d.ordinal) + " not drained, " + why);
 }
 
 }  // namespace
@@ -84,12 +87,20 @@ StepOutcome drain_step(StepContext& ctx) {
           waiting = true;
           continue;
         }
-        return record_and_continue(ctx, entries::CleanupPodCreated{d->ordinal, *uid});
+        return drain::record_and_tell(ctx, entries::CleanupPodCreated{d->ordinal, *uid},
+                                      "CleanupPodRunning",
+                                      "cleanup pod " + drain::pod_name(ctx.op, d->ordinal) +
+                                          " runs on the claims of "
+                                          "ordinal " +
+                                          std::to_string(d->ordinal));
       }
       auto phase = k8s::pod_phase(*pod);
       if (!phase) return malformed(phase.error());
       if (*phase == "Succeeded") {
-        return record_and_continue(ctx, entries::CleanupSucceeded{d->ordinal});
+        return drain::record_and_tell(
+            ctx, entries::CleanupSucceeded{d->ordinal}, "CleanupSucceeded",
+            "cleanup pod " + drain::pod_name(ctx.op, d->ordinal) +
+                " Succeeded: the claims of ordinal " + std::to_string(d->ordinal) + " may go");
       }
       if (*phase == "Failed") {
         return StepOutcome::critical("cleanup pod " + drain::pod_name(ctx.op, d->ordinal) +

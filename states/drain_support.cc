@@ -4,6 +4,7 @@
 
 #include "engine/cleanup_pod.h"
 #include "engine/k8s_objects.h"
+#include "states/step_support.h"
 
 namespace stsresize::drain {
 
@@ -59,6 +60,21 @@ std::vector<std::string> claim_users(std::span<const Json> pods, const OrdinalDr
 
 std::string pod_name(const Operation& op, int ordinal) {
   return op.statefulset + "-" + std::to_string(ordinal);
+}
+
+StepOutcome record_and_tell(StepContext& ctx, const Entry& entry, std::string_view reason,
+                            const std::string& message) {
+  StepOutcome outcome = steps::record_and_continue(ctx, entry);
+  if (outcome.is(StepOutcome::Kind::Waiting)) {
+    ctx.events.record(steps::statefulset_ref(ctx.op), EventSeverity::Normal, reason,
+                      "operation " + ctx.op.id + ": " + message);
+  }
+  return outcome;
+}
+
+void tell_deleted(StepContext& ctx, const std::string& message) {
+  ctx.events.record(steps::statefulset_ref(ctx.op), EventSeverity::Normal, "SuccessfulDelete",
+                    "operation " + ctx.op.id + ": " + message);
 }
 
 std::int32_t restarts(const Json& pod) {

@@ -25,6 +25,12 @@ std::vector<std::string> claim_users(std::span<const Json> pods, const OrdinalDr
                                      const std::string& sts);
 // "<sts>-<ordinal>": the replica's pod name, which its cleanup pod takes.
 std::string pod_name(const Operation& op, int ordinal);
+// record_and_continue (states/step_support.h), then a Normal Event `reason` on the StatefulSet:
+// each step of a drain is seen in `kubectl describe sts`, as the old controller's were.
+StepOutcome record_and_tell(StepContext& ctx, const Entry& entry, std::string_view reason,
+                            const std::string& message);
+// The Event of a delete the step just made (the old controller's reason, SuccessfulDelete).
+void tell_deleted(StepContext& ctx, const std::string& message);
 // The cleanup pod's restart count (the highest of its containers').
 std::int32_t restarts(const Json& pod);
 

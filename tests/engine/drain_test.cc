@@ -142,6 +142,11 @@ TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsCl
       std::string::npos);
   EXPECT_TRUE(world.events.contains("DrainStarted"));
   EXPECT_TRUE(world.events.contains("DrainCompleted"));
+  // Each step on the StatefulSet, as `kubectl describe sts` shows them; deletes under the old
+  // controller's reason.
+  EXPECT_EQ(world.events.with_reason("CleanupPodRunning").size(), 1u);
+  EXPECT_EQ(world.events.with_reason("CleanupSucceeded").size(), 1u);
+  EXPECT_EQ(world.events.with_reason("SuccessfulDelete").size(), 3u);  // the pod, 2 claims
   const auto types = journal_types();
   EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 2);
   EXPECT_EQ(std::ranges::count(types, "CleanupSucceeded"), 1);
@@ -235,6 +240,7 @@ TEST_F(Drain, AScaleBackUpWhileTheCleanupRunsCancelsItKeepingTheClaimAndItsData)
   const auto types = journal_types();
   EXPECT_EQ(std::ranges::count(types, "DrainCancelled"), 1);
   EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 0);
+  EXPECT_EQ(world.events.with_reason("DrainCancelled").size(), 1u);
   expect_journal_consistent();
 }
 
