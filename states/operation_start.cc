@@ -114,6 +114,7 @@ std::expected<void, std::string> Reconciler::Session::begin(const std::string& p
   slot = std::make_unique<ValidatingFold>(PhaseMachine::rules());
   folder_ = slot.get();
   if (auto committed = commit_all(events); !committed) return committed;
+  r_.listener_.started(kind);
   emit_event(EventSeverity::Normal, started,
              "operation " + op_.id + ": " + trigger + first_transition);
   return {};

@@ -274,6 +274,14 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
   if (auto committed = commit_all(events); !committed) {
     return std::unexpected(retry(committed.error()));
   }
+  if (is_terminal(*next)) {
+    OperationEnded ended{op_.kind, *next, !op_.aborted_by.empty(),
+                         std::chrono::duration_cast<Duration>(op_.phase_since - op_.started)};
+    for (const OrdinalDrain& d : op_.drains) {
+      ++(d.cancelled.empty() && d.succeeded ? ended.ordinals_drained : ended.ordinals_cancelled);
+    }
+    r_.listener_.ended(ended);
+  }
   const std::string transition =
       std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
   if (event == Trigger::CriticalError) {
@@ -383,13 +391,14 @@ ReconcileResult Reconciler::Session::drive() {
 }
 
 Reconciler::Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock,
-                       EventRecorder& events, EngineSettings settings)
+                       EventRecorder& events, EngineSettings settings, OperationListener* listener)
     : tracked_kube_(kube),
       kube_(tracked_kube_),
       journal_(journal),
       clock_(clock),
       events_(events),
-      settings_(std::move(settings)) {}
+      settings_(std::move(settings)),
+      listener_(listener != nullptr ? *listener : nobody_) {}
 
 Reconciler::~Reconciler() = default;
 

@@ -17,6 +17,7 @@
 #include "engine/ports/event_recorder.h"
 #include "engine/ports/journal.h"
 #include "engine/ports/kubernetes.h"
+#include "engine/ports/operation_listener.h"
 #include "engine/settings.h"
 #include "states/permission_denial.h"
 
@@ -39,8 +40,10 @@ std::string_view to_string(ReconcileResult::Kind kind);
 
 class Reconciler {
  public:
+  // `listener` (not owned; must outlive the Reconciler) is told of every operation that begins
+  // and ends; nullptr: nobody.
   Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock, EventRecorder& events,
-             EngineSettings settings = {});
+             EngineSettings settings = {}, OperationListener* listener = nullptr);
   ~Reconciler();
 
   // When the StatefulSet does not exist, looks for the ConfigMap naming::definition_config_map
@@ -71,6 +74,8 @@ class Reconciler {
   const Clock& clock_;
   EventRecorder& events_;
   EngineSettings settings_;
+  NoOperationListener nobody_;
+  OperationListener& listener_;
   // The journal's view of each operation this process has touched, so that a reconcile does
   // not refold the whole stream: valid while its last sequence is the journal's.
   std::map<std::string, std::unique_ptr<ValidatingFold>> folded_;

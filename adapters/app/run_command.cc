@@ -358,6 +358,7 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
   controller_options.ns = config->ns;
   controller_options.workers = config->workers;
   controller_options.engine = config->engine;
+  controller_options.operation_listener = &metrics;
   // A namespace-scoped installation has no right to list cluster-scoped StorageClasses.
   controller_options.watch_storage_classes = config->ns.empty();
   Controller controller(*controller_kube, *controller_journal, clock, recorder, controller_options);

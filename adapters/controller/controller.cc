@@ -288,8 +288,9 @@ class Controller::ReconcilerPool {
       }
     }
     if (!reconciler) {
-      reconciler = std::make_unique<Reconciler>(owner_.kube_, owner_.journal_, owner_.clock_,
-                                                owner_.events_, owner_.options_.engine);
+      reconciler =
+          std::make_unique<Reconciler>(owner_.kube_, owner_.journal_, owner_.clock_, owner_.events_,
+                                       owner_.options_.engine, owner_.options_.operation_listener);
     }
     ReconcileResult result = reconciler->reconcile(ns, name);
     std::lock_guard lock(mutex_);

@@ -63,6 +63,8 @@ struct ControllerOptions {
   // a failing informer retries for ever and the workers wait for its cache). Informer threads.
   std::function<void(const runtime::InformerError&)> on_informer_error = {};
   std::function<void(Kind)> on_informer_recovered = {};
+  // Told of every operation that begins and ends (the metrics); not owned. nullptr: nobody.
+  OperationListener* operation_listener = nullptr;
 };
 
 class Controller {

@@ -1,5 +1,7 @@
 #include "adapters/metrics/metrics.h"
 
+#include <cctype>
+
 #include <dirent.h>
 #include <unistd.h>
 
@@ -82,7 +84,26 @@ ControllerMetrics::ControllerMetrics()
                                 .Name("stsresize_api_request_duration_seconds")
                                 .Help("Latency of requests to the Kubernetes API server, by verb "
                                       "(for watches: until the response headers).")
-                                .Register(*registry_)) {}
+                                .Register(*registry_)),
+      operations_started_(&prometheus::BuildCounter()
+                               .Name("stsresize_operations_started_total")
+                               .Help("Operations begun, by kind (resize, drain).")
+                               .Register(*registry_)),
+      operations_ended_(&prometheus::BuildCounter()
+                             .Name("stsresize_operations_ended_total")
+                             .Help("Operations ended, by kind and outcome (completed, failed, "
+                                   "aborted).")
+                             .Register(*registry_)),
+      operation_seconds_(&prometheus::BuildHistogram()
+                              .Name("stsresize_operation_duration_seconds")
+                              .Help("Time from an operation's start to its end, by kind and "
+                                    "outcome.")
+                              .Register(*registry_)),
+      drain_ordinals_(&prometheus::BuildCounter()
+                           .Name("stsresize_drain_ordinals_total")
+                           .Help("Ordinals of ended drains, by result: drained (claims deleted "
+                                 "after the cleanup pod Succeeded) or cancelled (claims kept).")
+                           .Register(*registry_)) {}
 
 ControllerMetrics::~ControllerMetrics() = default;
 
@@ -96,6 +117,36 @@ void ControllerMetrics::api_request(std::string_view verb, int code, Duration la
   const std::string verb_label{verb};
   api_requests_->Add({{"verb", verb_label}, {"code", std::to_string(code)}}).Increment();
   api_request_seconds_->Add({{"verb", verb_label}}, kRequestBuckets).Observe(seconds(latency));
+}
+
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string out{text};
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// From a second to a day: a drain's cleanup or an expansion is quick, a copy of hundreds of GiB
+// takes hours.
+const prometheus::Histogram::BucketBoundaries kOperationBuckets{
+    1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400};
+
+}  // namespace
+
+void ControllerMetrics::started(OperationKind kind) {
+  operations_started_->Add({{"kind", lowercase(to_string(kind))}}).Increment();
+}
+
+void ControllerMetrics::ended(const OperationEnded& ended) {
+  const std::string outcome = ended.aborted ? "aborted" : lowercase(to_string(ended.outcome));
+  const MetricLabels labels{{"kind", lowercase(to_string(ended.kind))}, {"outcome", outcome}};
+  operations_ended_->Add(labels).Increment();
+  operation_seconds_->Add(labels, kOperationBuckets).Observe(seconds(ended.took));
+  if (ended.kind == OperationKind::Drain) {
+    drain_ordinals_->Add({{"result", "drained"}}).Increment(ended.ordinals_drained);
+    drain_ordinals_->Add({{"result", "cancelled"}}).Increment(ended.ordinals_cancelled);
+  }
 }
 
 void ControllerMetrics::add_sampled(std::string name, std::string help, MetricType type,

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/ports/operation_listener.h"
 #include "engine/time.h"
 
 namespace prometheus {
@@ -38,7 +39,9 @@ struct MetricSample {
 
 enum class MetricType { Counter, Gauge };
 
-class ControllerMetrics {
+// Also the reconcilers' OperationListener: operations started and ended by kind and outcome,
+// their durations, and a drain's ordinals drained or cancelled.
+class ControllerMetrics final : public OperationListener {
  public:
   ControllerMetrics();
   ~ControllerMetrics();
@@ -49,6 +52,9 @@ class ControllerMetrics {
   void reconciled(std::string_view result, Duration took);
   // One request to the API server; `code` 0 when no answer came (connection failure).
   void api_request(std::string_view verb, int code, Duration latency);
+
+  void started(OperationKind kind) override;
+  void ended(const OperationEnded& ended) override;
 
   // A family whose samples are read from `sample` at every scrape. `name` without the
   // stsresize_ prefix is taken as is (for process_* series).
@@ -64,6 +70,10 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Histogram>* reconcile_seconds_;
   prometheus::Family<prometheus::Counter>* api_requests_;
   prometheus::Family<prometheus::Histogram>* api_request_seconds_;
+  prometheus::Family<prometheus::Counter>* operations_started_;
+  prometheus::Family<prometheus::Counter>* operations_ended_;
+  prometheus::Family<prometheus::Histogram>* operation_seconds_;
+  prometheus::Family<prometheus::Counter>* drain_ordinals_;
   class Sampled;
   std::vector<std::shared_ptr<Sampled>> sampled_;
 };

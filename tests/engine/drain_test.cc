@@ -153,6 +153,28 @@ TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsCl
   expect_journal_consistent();
 }
 
+// The reconciler tells its OperationListener (the controller's /metrics) of the drain's start
+// and end: its kind, outcome, duration and what became of its ordinals.
+TEST_F(Drain, TheListenerIsToldOfTheDrainsStartAndEnd) {
+  struct Heard final : OperationListener {
+    std::vector<OperationKind> started_kinds;
+    std::vector<OperationEnded> ends;
+    void started(OperationKind kind) override { started_kinds.push_back(kind); }
+    void ended(const OperationEnded& e) override { ends.push_back(e); }
+  } heard;
+  scale_to(1);
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, {}, &heard};
+  run_to_idle(reconciler);
+  ASSERT_EQ(heard.started_kinds, std::vector<OperationKind>{OperationKind::Drain});
+  ASSERT_EQ(heard.ends.size(), 1u);
+  EXPECT_EQ(heard.ends[0].kind, OperationKind::Drain);
+  EXPECT_EQ(heard.ends[0].outcome, Phase::Completed);
+  EXPECT_FALSE(heard.ends[0].aborted);
+  EXPECT_EQ(heard.ends[0].ordinals_drained, 2);
+  EXPECT_EQ(heard.ends[0].ordinals_cancelled, 0);
+  EXPECT_GT(heard.ends[0].took, Duration{0});
+}
+
 TEST_F(Drain, NothingIsDrainedWithoutTheTemplateOrWhileTheScaleDownIsNotObserved) {
   world.kube.mutate_raw(world.sts(), [](Json& live) {
     live["metadata"]["annotations"].erase(std::string{kScaledownPodTemplateAnnotation});

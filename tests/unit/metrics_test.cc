@@ -37,6 +37,39 @@ TEST(ControllerMetrics_Counts, ReconcilesByResultAndRequestsByVerbAndCode) {
   EXPECT_NE(text.find("# TYPE stsresize_reconciles_total counter"), std::string::npos);
 }
 
+TEST(ControllerMetrics_Operations, StartedAndEndedByKindAndOutcomeWithDurationsAndDrainOrdinals) {
+  ControllerMetrics metrics;
+  OperationListener& listener = metrics;
+  listener.started(OperationKind::Drain);
+  listener.started(OperationKind::Drain);
+  listener.started(OperationKind::Resize);
+  listener.ended({OperationKind::Drain, Phase::Completed, false, std::chrono::seconds{40}, 2, 1});
+  listener.ended({OperationKind::Drain, Phase::Failed, true, std::chrono::seconds{3}, 0, 1});
+  listener.ended({OperationKind::Resize, Phase::Failed, false, std::chrono::hours{2}, 0, 0});
+  const std::string text = metrics.scrape();
+  EXPECT_EQ(sample(text, R"(stsresize_operations_started_total{kind="drain"})"), 2);
+  EXPECT_EQ(sample(text, R"(stsresize_operations_started_total{kind="resize"})"), 1);
+  EXPECT_EQ(sample(text, R"(stsresize_operations_ended_total{kind="drain",outcome="completed"})"),
+            1);
+  EXPECT_EQ(sample(text, R"(stsresize_operations_ended_total{kind="drain",outcome="aborted"})"), 1);
+  EXPECT_EQ(sample(text, R"(stsresize_operations_ended_total{kind="resize",outcome="failed"})"), 1);
+  EXPECT_EQ(sample(text, R"(stsresize_drain_ordinals_total{result="drained"})"), 2);
+  EXPECT_EQ(sample(text, R"(stsresize_drain_ordinals_total{result="cancelled"})"), 2);
+  EXPECT_EQ(
+      sample(
+          text,
+          R"(stsresize_operation_duration_seconds_bucket{kind="drain",outcome="completed",le="60"})"),
+      1);
+  EXPECT_EQ(
+      sample(
+          text,
+          R"(stsresize_operation_duration_seconds_bucket{kind="drain",outcome="completed",le="15"})"),
+      0);
+  EXPECT_EQ(
+      sample(text, R"(stsresize_operation_duration_seconds_sum{kind="resize",outcome="failed"})"),
+      7200);
+}
+
 TEST(ControllerMetrics_Sampled, ReadAtEveryScrapeFromTheirSource) {
   ControllerMetrics metrics;
   int depth = 3;
