@@ -583,9 +583,13 @@ void describe_operation(std::string& out, const StatusRow& row,
   field(out, "Started", at_and_ago(op.started, now));
   field(out, "Original replicas", std::to_string(op.original_replicas));
   if (row.claims_total) {
-    field(out, "Claims done",
-          std::to_string(row.claims_done.value_or(0)) + "/" + std::to_string(*row.claims_total) +
-              " in this phase");
+    const std::string of =
+        std::to_string(row.claims_done.value_or(0)) + "/" + std::to_string(*row.claims_total);
+    if (op.kind == OperationKind::Drain) {
+      field(out, "Claims deleted", of);
+    } else {
+      field(out, "Claims done", of + " in this phase");
+    }
   }
   if (!op.failure.empty()) field(out, "Failure", op.failure);
   if (!op.warning.empty()) field(out, "Warning", op.warning);
@@ -598,7 +602,14 @@ void describe_operation(std::string& out, const StatusRow& row,
       row.awaiting_approval.empty()) {
     field(out, "Message", row.message);
   }
-  if (op.phase == Phase::Failed) {
+  if (op.phase == Phase::Failed && op.kind == OperationKind::Drain) {
+    out +=
+        "\nEvery claim not drained is kept. stsresize will not drain this StatefulSet again "
+        "on its\nown (label " +
+        std::string{kFailedLabel} +
+        "). Once the cause is fixed, drain what is left as a new operation:\n  " +
+        advance_command_line(Action::Retry, op.ns, op.statefulset) + "\n";
+  } else if (op.phase == Phase::Failed) {
     out += "\n";
     if (!op.sources_intact()) {
       out +=
@@ -646,6 +657,27 @@ void describe_operation(std::string& out, const StatusRow& row,
     out += columns(table, "  ");
   }
 
+  if (!op.drains.empty()) {
+    out += "\nOrdinals:\n";
+    std::vector<Cells> table{{"ORDINAL", "CLAIMS", "CLEANUP POD", "STATE"}};
+    for (const OrdinalDrain& d : op.drains) {
+      std::string claims;
+      bool all_deleted = !d.claims.empty();
+      for (const OrdinalClaim& c : d.claims) {
+        claims += (claims.empty() ? "" : ",") + c.claim;
+        all_deleted = all_deleted && c.deleted;
+      }
+      const std::string state = !d.cancelled.empty() ? "cancelled: " + d.cancelled
+                                : all_deleted        ? "drained, claims deleted"
+                                : d.succeeded        ? "cleanup Succeeded"
+                                : !d.pod_uid.empty() ? "cleanup running"
+                                                     : "waiting";
+      table.push_back({std::to_string(d.ordinal), claims,
+                       op.statefulset + "-" + std::to_string(d.ordinal), state});
+    }
+    out += columns(table, "  ");
+  }
+
   out += "\nPhase history (annotation):\n";
   std::vector<Cells> history{{"TIME", "PHASE"}};
   history.push_back({format_timestamp(op.started), "operation started"});
@@ -658,6 +690,8 @@ void describe_operation(std::string& out, const StatusRow& row,
 
 void describe_related(std::string& out, const DescribeInput& input, const StatusRow& row,
                       TimePoint now) {
+  // A drain has no copy Jobs nor backup claims: its cleanup pods are in its Ordinals.
+  if (row.operation && row.operation->kind == OperationKind::Drain) return;
   const std::string ns = row.ns;
   const std::vector<const Json*> jobs = belonging(input.jobs, ns, row.name, "");
   out += "\nCopy Jobs:";

@@ -310,6 +310,33 @@ TEST(StatusView, Describe_FailedInRestoringSaysWhereTheDataIsAndHowToResume) {
       std::string::npos);
 }
 
+// A drain: its ordinals, their claims, cleanup pods and what became of each; failed, what is
+// kept and how to drain the rest.
+TEST(StatusView, Describe_ADrainShowsItsOrdinalsAndFailedSaysTheClaimsAreKept) {
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::Draining, 5min);
+  std::string text = render_describe(input, kStatusNow);
+  expect_matches_golden("describe_drain.txt", text);
+  EXPECT_NE(text.find("Trigger:"), std::string::npos) << text;
+  EXPECT_NE(text.find("scale-down (drain 4,3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("4         data-web-4   web-4         cleanup Succeeded"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("3         data-web-3   web-3         cleanup running"), std::string::npos)
+      << text;
+  Operation op = **read_operation(input.statefulset);
+  op.phase = Phase::Failed;
+  op.failure = "cleanup pod web-3 restarted 6 times (limit 5)";
+  op.drains[1].cancelled = "the drain failed: cleanup pod web-3 restarted 6 times (limit 5)";
+  input.statefulset = with_operation(input.statefulset, op);
+  text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("Every claim not drained is kept."), std::string::npos) << text;
+  EXPECT_NE(text.find("drain what is left as a new operation:\n  stsresize advance shop/web "
+                      "--retry\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("backup claim"), std::string::npos) << text;
+}
+
 TEST(StatusView, Describe_FailedWithoutTheFailedPhaseRecordedSaysItIsNotResumed) {
   DescribeInput input;
   input.statefulset = statefulset_in("web", Phase::Failed, 5min);
