@@ -317,11 +317,19 @@ void Controller::start_workers() {
   workers_ = std::make_unique<runtime::WorkerPool>(
       *queue_,
       [this](const std::string& key) {
+        const auto [ns, name] = split_key(key);
+        const auto cached = informers_->statefulsets->store().get(ns, name);
         {
           std::lock_guard lock(mutex_);
           reconciling_.insert(key);
+          // Enqueued by an event that came while the reconcile that refused it ran (before
+          // observe() recorded the refusal): refused as it stands, it would only say so again.
+          if (auto refused = refused_.find(key); cached && refused != refused_.end() &&
+                                                 refused->second == refusal_fingerprint(*cached)) {
+            return ReconcileResult{ReconcileResult::Kind::Idle, Duration{0},
+                                   "refused as it stands"};
+          }
         }
-        const auto [ns, name] = split_key(key);
         return reconcilers_->reconcile(ns, name);
       },
       options_.workers,

@@ -48,12 +48,14 @@ void WorkerPool::work() {
         queue_.forget(*key);
         break;
     }
-    queue_.done(*key);
-    --busy_;
+    // Told before the key is done: the queue may hand it to another worker at once, which must
+    // find what this reconcile's observer records (a refusal) already recorded.
     if (observer_) {
       observer_(*key, result,
                 std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - started));
     }
+    queue_.done(*key);
+    --busy_;
   }
 }
 

@@ -117,6 +117,33 @@ TEST(Controller, ARefusalIsReportedOnceNotOnEveryStatusUpdate) {
   EXPECT_TRUE(done);
 }
 
+// A status update that arrives while the reconcile that refuses the StatefulSet runs is queued
+// before that refusal is recorded: it must not bring the refusal back (it did, under load: a
+// second InvalidResize Event).
+TEST(Controller, AnEventDuringTheRefusingReconcileDoesNotRepeatTheRefusal) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "512Mi");  // a shrink: refused
+  // The reconciler's read of the StatefulSet: the StatefulSet controller writes its status
+  // meanwhile, and its watch event reaches the controller while the reconcile goes on.
+  world.kube.inject({.verb = Verb::Get, .kind = Kind::StatefulSet, .action = [&] {
+                       world.kube.mutate_raw(world.sts(), [](Json& sts) {
+                         sts["status"]["observedGeneration"] = 99;
+                       });
+                       std::this_thread::sleep_for(300ms);
+                     }});
+  MemoryJournal journal;
+  Controller controller(world.kube, journal, world.clock, world.events, fast_options());
+  controller.start_caches();
+  std::thread starter([&] { controller.start_workers(); });
+  ASSERT_TRUE(
+      run_cluster_until(world, [&] { return !world.events.with_reason("InvalidResize").empty(); }));
+  run_cluster_until(
+      world, [] { return false; }, 50);
+  controller.stop();
+  starter.join();
+  EXPECT_EQ(world.events.with_reason("InvalidResize").size(), 1u);
+}
+
 TEST(Controller, StopWhileWaitingForCachesReturns) {
   ResizeWorld world;
   world.kube.inject({.verb = Verb::List,
