@@ -318,7 +318,8 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                    " replicas and removing this operation's Jobs and backup claims");
   } else if (*next == Phase::Failed && op_.kind == OperationKind::Drain) {
     emit_event(EventSeverity::Warning, kind_reason(op_.aborted_by.empty() ? "Failed" : "Aborted"),
-               "cleanup pods deleted, every claim not drained kept: " + op_.failure +
+               "operation " + op_.id + ": " + transition +
+                   ": cleanup pods deleted, every claim not drained kept: " + op_.failure +
                    "; stsresize will not drain it again while it is labelled " +
                    std::string{kFailedLabel});
   } else if (*next == Phase::Failed && !op_.aborted_by.empty()) {

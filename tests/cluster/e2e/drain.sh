@@ -30,17 +30,24 @@
 #   two_ordinals           scale 3 -> 1: ordinals 2 and 1 drained into web-0; both claims gone,
 #                          every file of both on web-0 with its sha256, 1/1 Ready, data-web-0
 #                          the same uid with its own files unchanged; the journal replays.
-#   drain.sh STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals [--stand-in]
+#   failing_cleanup        the cleanup command fails (exit 1) until a file is in the volume it
+#                          drains; `stsresize run --drain-restart-limit 1`: scale 3 -> 2 ends
+#                          the drain Failed (Warning DrainFailed, label stsresize.dev/failed),
+#                          no cleanup pod left, every claim the same uid with every sha256 as
+#                          before; then the fault is cleared (the file written), `stsresize
+#                          advance --retry` plans a new drain, which moves web-2's files and
+#                          deletes data-web-2.
+#   drain.sh STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals|failing_cleanup [--stand-in]
 # --stand-in: no controller; the script does stsresize's part itself with kubectl (cleanup pod
 # built from the template as the interface says, created once the replica is gone; pod then claim
 # deleted once it Succeeded; on a scale-up the pod deleted, the claim kept), and the checks of the
 # controller's own traces (phase, Events, journal) are left out. It checks this script and the
 # cleanup mechanism on a cluster without a controller that drains; STSRESIZE_BINARY is unused.
-case_name=${2:?compat, scale_up_during_drain or two_ordinals}
+case_name=${2:?compat, scale_up_during_drain, two_ordinals or failing_cleanup}
 case $case_name in
-  compat | scale_up_during_drain | two_ordinals) ;;
+  compat | scale_up_during_drain | two_ordinals | failing_cleanup) ;;
   *)
-    echo "usage: $0 STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals [--stand-in]" >&2
+    echo "usage: $0 STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals|failing_cleanup [--stand-in]" >&2
     exit 2
     ;;
 esac
@@ -49,7 +56,7 @@ case ${3:-} in
   '') ;;
   --stand-in) stand_in=1 ;;
   *)
-    echo "usage: $0 STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals [--stand-in]" >&2
+    echo "usage: $0 STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals|failing_cleanup [--stand-in]" >&2
     exit 2
     ;;
 esac
@@ -173,6 +180,10 @@ EOF
 cleanup_script='set -eu
 host=$(cat /proc/sys/kernel/hostname)
 echo "cleanup of $host: pod $POD_NAME, label scaledown-pod=$SCALEDOWN_POD, owner $SCALEDOWN_OWNER, targets: $DRAIN_TARGETS"
+if [ -n "${DRAIN_FAIL_UNLESS:-}" ] && [ ! -e "/data/$DRAIN_FAIL_UNLESS" ]; then
+  echo "failing: /data/$DRAIN_FAIL_UNLESS is not there" >&2
+  exit 1
+fi
 if [ -n "${DRAIN_HOLD:-}" ]; then
   echo "holding until /data/$DRAIN_HOLD exists"
   until [ -e "/data/$DRAIN_HOLD" ]; do sleep 1; done
@@ -217,10 +228,10 @@ xargs -r -d "\n" rm -f </tmp/files
 find /data -mindepth 1 -type d -empty -delete
 echo "cleanup of $host done"'
 
-# cleanup_template TARGETS [HOLD]: the JSON Pod (metadata + spec) of the annotation. No volume:
-# stsresize adds "data", bound to the drained ordinal's claim.
+# cleanup_template TARGETS [HOLD [FAIL_UNLESS]]: the JSON Pod (metadata + spec) of the
+# annotation. No volume: stsresize adds "data", bound to the drained ordinal's claim.
 cleanup_template() {
-  jq -cn --arg script "$cleanup_script" --arg targets "$1" --arg hold "${2:-}" --arg owner "$owner_key" '{
+  jq -cn --arg script "$cleanup_script" --arg targets "$1" --arg hold "${2:-}" --arg fail_unless "${3:-}" --arg owner "$owner_key" '{
     metadata: {labels: {app: "web-drain"}},
     spec: {
       terminationGracePeriodSeconds: 2,
@@ -231,6 +242,7 @@ cleanup_template() {
         env: [
           {name: "DRAIN_TARGETS", value: $targets},
           {name: "DRAIN_HOLD", value: $hold},
+          {name: "DRAIN_FAIL_UNLESS", value: $fail_unless},
           {name: "POD_NAME", valueFrom: {fieldRef: {fieldPath: "metadata.name"}}},
           {name: "SCALEDOWN_POD", valueFrom: {fieldRef: {fieldPath: "metadata.labels['\''scaledown-pod'\'']"}}},
           {name: "SCALEDOWN_OWNER", valueFrom: {fieldRef: {fieldPath: ("metadata.annotations['\''" + $owner + "'\'']")}}}
@@ -442,6 +454,7 @@ case $case_name in
   compat) template=$(cleanup_template "$r0 $r1") ;;
   scale_up_during_drain) template=$(cleanup_template "$r0 $r1" release-the-drain) ;;
   two_ordinals) template=$(cleanup_template "$r0") ;;
+  failing_cleanup) template=$(cleanup_template "$r0 $r1" "" fault-cleared) ;;
 esac
 k annotate statefulset web "$template_key=$template" >/dev/null
 ok "annotated $template_key (targets: $(jq -r '.spec.containers[0].env[] | select(.name == "DRAIN_TARGETS") | .value' <<<"$template"))"
@@ -462,7 +475,11 @@ if ((stand_in)); then
   step "no controller: this script plays stsresize's part (--stand-in)"
 else
   step "start the controller"
-  e2e_start_controller controller.log
+  if [[ $case_name == failing_cleanup ]]; then
+    e2e_start_controller controller.log --drain-restart-limit 1
+  else
+    e2e_start_controller controller.log
+  fi
 fi
 
 # --- the cases ---------------------------------------------------------------------------------
@@ -566,6 +583,42 @@ case $case_name in
     ok "every claim the same uid, none being deleted; every file's sha256 as before on all 3; nothing received"
     ;;
 
+  failing_cleanup)
+    ((stand_in)) && fail "failing_cleanup has no --stand-in"
+    step "scale 3 -> 2 with a cleanup command that fails: the drain ends Failed, everything kept"
+    k scale statefulset web --replicas=2 >/dev/null
+    e2e_wait_failed web 240
+    ok "Failed; phases seen: ${phases[*]}"
+    [[ $(jp statefulset/web '{.metadata.labels.stsresize\.dev/failed}') == true ]] || fail "no label stsresize.dev/failed"
+    wait_gone pod/web-2 60
+    [[ -z $(k get pods -l scaledown-pod -o name) ]] || fail "a cleanup pod is left"
+    e2e_claim_uids web 3 >"$work/uids-after"
+    diff -q "$work/uids-before" "$work/uids-after" >/dev/null || fail "a claim changed: $(diff "$work/uids-before" "$work/uids-after")"
+    [[ -z $(k get pvc -o jsonpath='{.items[*].metadata.deletionTimestamp}') ]] || fail "a claim is being deleted"
+    e2e_checksums data-web-2 | diff -q "$work/before-web-2" - >/dev/null || fail "the files of web-2 changed"
+    warnings=$(e2e_warnings web)
+    grep -q '^DrainFailed: ' <<<"$warnings" || fail "no Warning DrainFailed: $warnings"
+    ok "label stsresize.dev/failed, no cleanup pod left, every claim the same uid, web-2's files as before; $(grep -m1 '^DrainFailed' <<<"$warnings")"
+
+    step "the fault cleared, a person retries: a new drain moves web-2's files, then data-web-2 goes"
+    touch "$(pv_dir data-web-2)/fault-cleared"
+    out=$("$stsresize" advance "$ns/web" --kubeconfig "$KUBECONFIG" --as e2e-operator --retry 2>&1) ||
+      fail "advance --retry exited $?: $out"
+    ok "$(head -n 1 <<<"$out")"
+    deadline=$((SECONDS + 240))
+    while k get pvc data-web-2 >/dev/null 2>&1 || [[ -n $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}') ]]; do
+      ((SECONDS > deadline)) && fail "the retried drain did not end: phase '$(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}')', $(k get pvc,pods -o name | paste -sd' ')"
+      sleep 0.5
+    done
+    [[ $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}') == *Completed* ]] ||
+      fail "last-operation: $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}')"
+    [[ -z $(jp statefulset/web '{.metadata.labels.stsresize\.dev/failed}') ]] || fail "the label stsresize.dev/failed is still there"
+    # fault-cleared, written by the test, is in the volume: it moves with the rest.
+    echo "$(sha256sum </dev/null | cut -d' ' -f1)  ./fault-cleared" >>"$work/before-web-2"
+    assert_moved 2 0 1
+    ok "data-web-2 gone, last-operation Completed, the label removed"
+    ;;
+
   two_ordinals)
     step "scale 3 -> 1: web-2's and web-1's files move to web-0"
     k scale statefulset web --replicas=1 >/dev/null
@@ -617,6 +670,10 @@ fi
 
 step "the phase annotation, the Events and the journal"
 case $case_name in
+  failing_cleanup)
+    assert_phase_seen StoppingDrain
+    ok "phases seen: $(grep . "$work/watch-phase" | uniq | paste -sd' ')"
+    ;;
   compat | two_ordinals)
     assert_phase_seen Draining
     [[ $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}') == *Completed* ]] ||
@@ -632,7 +689,7 @@ e2e_stop_controller "$controller_pid"
 assert_drain_events
 e2e_replay "$work/journal.db"
 case $case_name in
-  compat | two_ordinals)
+  compat | two_ordinals | failing_cleanup)
     grep -q Completed <<<"$replay" || fail "the journal does not replay to Completed: $replay"
     ok "the journal replays, exit 0, to Completed"
     ;;
