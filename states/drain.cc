@@ -87,6 +87,18 @@ StepOutcome drain_step(StepContext& ctx) {
           waiting = true;
           continue;
         }
+        // One that already ended before this drain began (left by a drain that stopped, or by
+        // the old controller) says nothing about these claims as they are now: deleted, and a
+        // cleanup pod of this drain runs instead. A running one is taken over.
+        if (drain::ended_before(*pod, ctx.op.started)) {
+          if (auto deleted =
+                  delete_intended(ctx, pod_ref(ctx.op, d->ordinal), *uid, Propagation::Background,
+                                  "a cleanup pod that ended before this drain began");
+              !deleted) {
+            return deleted.error();
+          }
+          return StepOutcome::waiting(Duration{0});
+        }
         return drain::record_and_tell(ctx, entries::CleanupPodCreated{d->ordinal, *uid},
                                       "CleanupPodRunning",
                                       "cleanup pod " + drain::pod_name(ctx.op, d->ordinal) +

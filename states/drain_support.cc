@@ -4,6 +4,7 @@
 
 #include "engine/cleanup_pod.h"
 #include "engine/k8s_objects.h"
+#include "engine/timestamp.h"
 #include "states/step_support.h"
 
 namespace stsresize::drain {
@@ -75,6 +76,16 @@ StepOutcome record_and_tell(StepContext& ctx, const Entry& entry, std::string_vi
 void tell_deleted(StepContext& ctx, const std::string& message) {
   ctx.events.record(steps::statefulset_ref(ctx.op), EventSeverity::Normal, "SuccessfulDelete",
                     "operation " + ctx.op.id + ": " + message);
+}
+
+bool ended_before(const Json& pod, TimePoint started) {
+  auto phase = k8s::pod_phase(pod);
+  if (!phase || (*phase != "Succeeded" && *phase != "Failed")) return false;
+  const std::string created =
+      pod.value("metadata", Json::object()).value("creationTimestamp", std::string{});
+  auto time = parse_timestamp(created);
+  if (!time) return false;
+  return *time < std::chrono::floor<std::chrono::seconds>(started);
 }
 
 std::int32_t restarts(const Json& pod) {

@@ -31,6 +31,9 @@ StepOutcome record_and_tell(StepContext& ctx, const Entry& entry, std::string_vi
                             const std::string& message);
 // The Event of a delete the step just made (the old controller's reason, SuccessfulDelete).
 void tell_deleted(StepContext& ctx, const std::string& message);
+// Whether `pod` Succeeded or Failed and was created before `started` (to the second, the
+// precision of creationTimestamp): a result from before an operation began.
+bool ended_before(const Json& pod, TimePoint started);
 // The cleanup pod's restart count (the highest of its containers').
 std::int32_t restarts(const Json& pod);
 

@@ -357,6 +357,81 @@ TEST_F(Drain, AResizeAndADrainWantedTogetherRunOneAfterTheOther) {
   expect_journal_consistent();
 }
 
+// A cleanup pod found on the ordinal: one still running (the old controller's, at the switch) is
+// taken over, not duplicated; one that already ended before the drain began says nothing about
+// the claims as they are now, and a cleanup pod of this drain runs instead.
+TEST_F(Drain, AFoundCleanupPodIsTakenOverWhileItRunsAndReplacedIfItEndedBefore) {
+  for (const bool ended : {false, true}) {
+    SCOPED_TRACE(ended ? "ended before" : "running");
+    ResizeWorld fresh;
+    MemoryJournal fresh_journal;
+    fresh.seed(false, "1Gi");
+    fresh.kube.mutate_raw(fresh.sts(), [](Json& live) {
+      live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
+          kCleanupTemplate.dump();
+      live["spec"]["replicas"] = 2;
+    });
+    fresh.settle(3);
+    std::vector<std::string> ran;  // uids of the pods the runner ran, once each
+    fresh.cluster.set_pod_runner(
+        [&](const Json& pod, std::map<std::string, VolumeFiles*>&) -> std::optional<JobRun> {
+          const std::string uid = pod["metadata"]["uid"];
+          if (std::ranges::count(ran, uid) == 0) {
+            ran.push_back(uid);
+            return std::nullopt;  // its first pass: it runs a while
+          }
+          return JobRun{0, ""};
+        });
+    // What the old controller left: its cleanup pod for web-2 (its markers only).
+    Json left = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", "web-2"},
+          {"namespace", kNs},
+          {"labels", {{"scaledown-pod", "web-2"}}},
+          {"annotations", {{std::string{kScaledownPodOwnerAnnotation}, "web"}}}}},
+        {"spec",
+         {{"restartPolicy", "OnFailure"},
+          {"containers", Json::array({{{"name", "drain"}, {"image", "busybox"}}})},
+          {"volumes", Json::array({{{"name", "data"},
+                                    {"persistentVolumeClaim", {{"claimName", "data-web-2"}}}}})}}}};
+    auto created = fresh.kube.system().create(Kind::Pod, left);
+    ASSERT_TRUE(created);
+    const std::string left_uid = (*created)["metadata"]["uid"];
+    if (ended) {
+      fresh.kube.mutate_raw({Kind::Pod, kNs, "web-2"},
+                            [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
+    } else {
+      fresh.settle(1);  // the kubelet starts it (the runner's first pass)
+    }
+    fresh.clock.advance(std::chrono::seconds{5});
+    Reconciler reconciler{fresh.kube, fresh_journal, fresh.clock, fresh.events};
+    reconcile_until(reconciler, fresh, idle(),
+                    {.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+    fresh.settle(3);
+    EXPECT_FALSE(fresh.kube.get_raw(fresh.claim("data-web-2")).has_value());
+    EXPECT_FALSE(fresh.kube.get_raw({Kind::Pod, kNs, "web-2"}).has_value());
+    auto operations = fresh_journal.operations();
+    ASSERT_TRUE(operations && operations->size() == 1u);
+    auto records = fresh_journal.read(operations->front().operation_id);
+    ASSERT_TRUE(records);
+    std::vector<std::string> recorded;
+    for (const JournalRecord& record : *records) {
+      if (record.type == "CleanupPodCreated") recorded.push_back(record.data["uid"]);
+    }
+    ASSERT_EQ(recorded.size(), 1u);
+    if (ended) {
+      EXPECT_NE(recorded[0], left_uid) << "a cleanup pod that ended before was trusted";
+      EXPECT_EQ(std::ranges::count(ran, left_uid), 0);
+      EXPECT_EQ(ran.size(), 1u);
+    } else {
+      EXPECT_EQ(recorded[0], left_uid) << "the running cleanup pod was not taken over";
+      EXPECT_EQ(ran, std::vector<std::string>{left_uid});
+    }
+  }
+}
+
 TEST_F(Drain, ManualModeHoldsTheDrainBeforeItsFirstCleanupPod) {
   world.kube.mutate_raw(world.sts(), [](Json& live) {
     live["metadata"]["annotations"][std::string{kModeAnnotation}] = "manual";
