@@ -165,6 +165,7 @@ ReconcileResult Reconciler::Session::run() {
     emit_event(EventSeverity::Warning, "InvalidState", parsed.error() + "; no action taken");
     return terminal(parsed.error());
   }
+  if (auto settled = settle_finalizer(parsed->has_value() ? &**parsed : nullptr)) return *settled;
   if (!parsed->has_value()) {
     if (auto adopted = adopt_unfinished()) return *adopted;
     if (is_marked_failed(sts_)) return idle();
