@@ -264,5 +264,69 @@ TEST(DrainDelete, ADeleteAtZeroReplicasThatCannotBeToldFromAnOrphanDeleteDrainsN
   }
 }
 
+// kill -9 after every mutating call of a drain on delete (the pod deletes, cleanup pods, claim
+// deletes, annotation writes, the finalizer's removal), with the journal kept and lost: the
+// next process finishes it; a claim is never gone before its ordinal's cleanup succeeded; in
+// the end every claim is drained, no pod is left and the delete completed.
+TEST(DrainDelete, ACrashAfterAnySideEffectConverges) {
+  int total = 0;
+  {
+    DeleteWorld w;
+    MemoryJournal journal;
+    Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+    w.run_to_idle(reconciler);
+    w.remove(Propagation::Background);
+    const int before = w.world.kube.mutations();
+    w.run_to_idle(reconciler);
+    total = w.world.kube.mutations() - before;
+    ASSERT_FALSE(w.exists(w.world.sts()));
+  }
+  ASSERT_GT(total, 10);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      DeleteWorld w;
+      MemoryJournal first_journal;
+      {
+        Reconciler reconciler{w.world.kube, first_journal, w.world.clock, w.world.events};
+        w.run_to_idle(reconciler);
+      }
+      w.remove(Propagation::Background);
+      const int start = w.world.kube.mutations();
+      w.world.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{w.world.kube, first_journal, w.world.clock, w.world.events};
+        reconcile_until(reconciler, w.world,
+                        {"a crash",
+                         [&](const ReconcileResult& r) {
+                           return w.world.kube.mutations() - start >= k ||
+                                  r.is(ReconcileResult::Kind::Idle);
+                         }},
+                        {.limit = 400,
+                         .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+                         .terminal_fails = false});
+      }
+      w.world.kube.set_mutation_budget(std::nullopt);
+      for (int ordinal = 0; ordinal < 3; ++ordinal) {
+        const std::string claim = "data-web-" + std::to_string(ordinal);
+        if (!w.claim_exists(claim)) {
+          EXPECT_TRUE(w.cleaned.contains("web-" + std::to_string(ordinal)))
+              << claim << " deleted before its cleanup succeeded";
+        }
+      }
+      MemoryJournal lost;
+      MemoryJournal& second = keep_journal ? first_journal : lost;
+      {
+        Reconciler reconciler{w.world.kube, second, w.world.clock, w.world.events};
+        w.run_to_idle(reconciler);
+      }
+      EXPECT_FALSE(w.exists(w.world.sts()));
+      w.expect_everything_drained();
+      if (keep_journal) expect_journal_consistent(first_journal);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stsresize
