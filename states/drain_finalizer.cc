@@ -69,10 +69,12 @@ std::optional<ReconcileResult> Reconciler::Session::settle_finalizer(const Opera
   };
   if (annotated != nullptr && annotated->kind == OperationKind::Resize &&
       !is_terminal(annotated->phase)) {
-    // UpdatingTemplate deletes the set with propagation Orphan and creates it again.
-    return let_go(EventSeverity::Normal, "OrphanDeleteNotDrained",
-                  "deleted while resize operation " + annotated->id +
-                      " runs (its re-create deletes with propagation Orphan): nothing drained");
+    // UpdatingTemplate deletes the set with propagation Orphan and creates it again: at once.
+    const ReconcileResult result =
+        let_go(EventSeverity::Normal, "OrphanDeleteNotDrained",
+               "deleted while resize operation " + annotated->id +
+                   " runs (its re-create deletes with propagation Orphan): nothing drained");
+    return result.is(ReconcileResult::Kind::Idle) ? requeue(Duration{0}) : result;
   }
   if (is_marked_failed(sts_)) {
     return let_go(EventSeverity::Warning, "DeletionNotDrained",

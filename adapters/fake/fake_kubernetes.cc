@@ -887,6 +887,14 @@ KubeResult<void> FakeKubernetes::do_remove(Actor actor, const ObjectRef& ref,
     orphan_dependents(uid);
   }
   if (has_finalizers(object)) {
+    // The registry's markAsDeleting: a kind that has no graceful deletion of its own gets its
+    // generation bumped with the deletionTimestamp (a controller that does not sync objects
+    // being deleted never observes it).
+    if (ref.kind != Kind::Pod && metadata.contains("generation") &&
+        metadata["generation"].is_number_integer() &&
+        metadata["generation"].get<std::int64_t>() > 0) {
+      metadata["generation"] = metadata["generation"].get<std::int64_t>() + 1;
+    }
     metadata["deletionTimestamp"] = format_rfc3339(clock_.now());
     metadata["deletionGracePeriodSeconds"] = 0;
     store(actor, Verb::Remove, ref.kind, std::move(object));

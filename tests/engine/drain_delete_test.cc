@@ -10,6 +10,8 @@
 #include <set>
 
 #include "engine/fold.h"
+#include "engine/k8s_objects.h"
+#include "engine/quantity.h"
 #include "engine/statefulset_deletion.h"
 #include "engine/vocabulary.h"
 #include "states/machine.h"
@@ -47,8 +49,12 @@ struct DeleteWorld {
   std::set<std::string> cleaned;  // pod names whose cleanup succeeded
   std::optional<int> cleanup_exit = 0;
 
-  explicit DeleteWorld(bool old_finalizer = false) {
-    world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
+  explicit DeleteWorld(bool old_finalizer = false, bool resize_request = false) {
+    if (resize_request) {
+      world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);  // the Copy path
+    } else {
+      world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
+    }
     world.kube.mutate_raw(world.sts(), [&](Json& live) {
       live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
           kCleanupTemplate.dump();
@@ -262,6 +268,60 @@ TEST(DrainDelete, ADeleteAtZeroReplicasThatCannotBeToldFromAnOrphanDeleteDrainsN
     w.expect_claims_intact();
     EXPECT_TRUE(w.world.events.contains("DeletionNotDrained"));
   }
+}
+
+// A scale-down drain runs when the set is orphan-deleted: that drain (of the ordinal the
+// scale-down left) ends, the replicas' pods and claims are left alone, then the delete goes on.
+TEST(DrainDelete, AnOrphanDeleteWhileADrainRunsDrainsNoReplica) {
+  DeleteWorld w;
+  MemoryJournal journal;
+  Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+  w.run_to_idle(reconciler);
+  w.cleanup_exit = std::nullopt;
+  w.world.kube.mutate_raw(w.world.sts(), [](Json& live) { live["spec"]["replicas"] = 2; });
+  w.world.settle(3);
+  reconcile_until(reconciler, w.world,
+                  {"the cleanup pod running",
+                   [&](const ReconcileResult&) {
+                     auto pod = w.world.kube.get_raw({Kind::Pod, kNs, "web-2"});
+                     return pod && (*pod)["status"].value("phase", "") == "Running";
+                   }},
+                  {.limit = 50});
+  w.remove(Propagation::Orphan);
+  w.cleanup_exit = 0;
+  w.run_to_idle(reconciler);
+  EXPECT_FALSE(w.exists(w.world.sts()));
+  EXPECT_EQ(w.cleaned, (std::set<std::string>{"web-2"}));
+  for (const char* name : {"data-web-0", "logs-web-0", "data-web-1", "logs-web-1"}) {
+    ASSERT_TRUE(w.claim_exists(name)) << name;
+    EXPECT_EQ(w.world.cluster.volume_files(w.world.claim(name)), w.world.original_files.at(name));
+  }
+  for (const char* pod : {"web-0", "web-1"}) EXPECT_TRUE(w.exists({Kind::Pod, kNs, pod})) << pod;
+  EXPECT_EQ(operation_count(journal), 1u);
+  expect_journal_consistent(journal);
+}
+
+// stsresize's own resize re-creates the StatefulSet with an orphan delete: on an opted-in set
+// (here with the old controller's finalizer already on it) the finalizer does not hold it, and
+// nothing is drained.
+TEST(DrainDelete, TheResizesOwnReCreateIsNotHeldAndDrainsNothing) {
+  DeleteWorld w{/*old_finalizer=*/true, /*resize_request=*/true};
+  MemoryJournal journal;
+  Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+  w.run_to_idle(reconciler);
+  const Json sts = w.world.live_sts();
+  auto templates = k8s::claim_templates(sts);
+  ASSERT_TRUE(templates) << templates.error();
+  for (const auto& tmpl : *templates) EXPECT_EQ(tmpl.storage, *Quantity::parse("2Gi"));
+  EXPECT_EQ(w.world.ready_replicas(), kReplicas);
+  EXPECT_TRUE(w.cleaned.empty());
+  for (const std::string& name : w.world.claim_names()) {
+    ASSERT_TRUE(w.claim_exists(name)) << name;
+    EXPECT_EQ(w.world.cluster.volume_files(w.world.claim(name)), w.world.original_files.at(name));
+  }
+  EXPECT_EQ(finalizer_count(sts), 1u) << "the re-created set opts in: the finalizer is back";
+  EXPECT_TRUE(w.world.events.contains("OrphanDeleteNotDrained"));
+  expect_journal_consistent(journal);
 }
 
 // kill -9 after every mutating call of a drain on delete (the pod deletes, cleanup pods, claim
