@@ -324,6 +324,28 @@ TEST(DrainDelete, TheResizesOwnReCreateIsNotHeldAndDrainsNothing) {
   expect_journal_consistent(journal);
 }
 
+// A drain that failed labels the set stsresize.dev/failed (not drained again automatically):
+// deleting it then drains nothing, keeps every claim and lets the delete through.
+TEST(DrainDelete, ADeleteOfASetLabelledFailedDrainsNothing) {
+  DeleteWorld w;
+  w.cleanup_exit = 1;
+  MemoryJournal journal;
+  EngineSettings settings;
+  settings.drain_restart_limit = 2;
+  Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events, settings};
+  w.run_to_idle(reconciler);
+  w.world.kube.mutate_raw(w.world.sts(), [](Json& live) { live["spec"]["replicas"] = 2; });
+  w.world.settle(3);
+  w.run_to_idle(reconciler);
+  ASSERT_EQ(w.world.live_sts()["metadata"]["labels"][std::string{kFailedLabel}], "true");
+  w.remove(Propagation::Background);
+  w.run_to_idle(reconciler);
+  EXPECT_FALSE(w.exists(w.world.sts()));
+  EXPECT_TRUE(w.cleaned.empty());
+  w.expect_claims_intact();
+  EXPECT_TRUE(w.world.events.contains("DeletionNotDrained"));
+}
+
 // kill -9 after every mutating call of a drain on delete (the pod deletes, cleanup pods, claim
 // deletes, annotation writes, the finalizer's removal), with the journal kept and lost: the
 // next process finishes it; a claim is never gone before its ordinal's cleanup succeeded; in
