@@ -87,21 +87,27 @@ std::expected<DrainCandidates, DrainCandidatesError> drain_candidates(const Json
     }
     start = given->get<std::int64_t>();
   }
+  // A StatefulSet being deleted keeps no replica: every ordinal is a candidate, and its
+  // controller, which no longer acts on it, has nothing left to observe.
+  auto deleting = k8s::is_being_deleted(statefulset);
+  if (!deleting) return unreadable(DrainUnreadable::StatefulSet, deleting.error());
   const auto in_range = [&](int ordinal) {
-    return ordinal >= start && ordinal < start + static_cast<std::int64_t>(*replicas);
+    return !*deleting && ordinal >= start && ordinal < start + static_cast<std::int64_t>(*replicas);
   };
 
   // Reasons that hold for every ordinal: the StatefulSet controller has not yet acted on the
   // scale-down, or its pods are still going.
   std::vector<DrainWait> set_waits;
   const bool observed_present = at(statefulset, {"status", "observedGeneration"}) != nullptr;
-  if (!observed_present || status->observed_generation < *generation) {
+  if (*deleting) {
+    // No set-wide wait: the pods left are the replicas (NameTaken, ClaimInUse per ordinal).
+  } else if (!observed_present || status->observed_generation < *generation) {
     DrainWait wait = waiting(DrainWaitReason::NotObserved);
     wait.generation = *generation;
     wait.observed_generation = status->observed_generation;
     set_waits.push_back(std::move(wait));
   }
-  if (status->replicas > *replicas) {
+  if (!*deleting && status->replicas > *replicas) {
     DrainWait wait = waiting(DrainWaitReason::PodsTerminating);
     wait.spec_replicas = *replicas;
     wait.status_replicas = status->replicas;

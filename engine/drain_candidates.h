@@ -101,7 +101,10 @@ struct DrainCandidatesError {
 // candidate waits (DrainWaitReason) while the StatefulSet controller has not observed the
 // current spec or still has more pods than wanted; while a pod that is not a cleanup pod of
 // this set (is_cleanup_pod) mounts one of its claims (terminating and finished pods too); and
-// while a pod of its name exists that is not such a cleanup pod.
+// while a pod of its name exists that is not such a cleanup pod. A StatefulSet being deleted
+// (deletionTimestamp) has no replica range: every ordinal with a claim is a candidate, without
+// the set-wide waits (its controller no longer acts on it). Whether a deletion may be drained at
+// all is the caller's to decide (engine/statefulset_deletion.h).
 std::expected<DrainCandidates, DrainCandidatesError> drain_candidates(const Json& statefulset,
                                                                       std::span<const Json> claims,
                                                                       std::span<const Json> pods);

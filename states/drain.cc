@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/cleanup_pod.h"
+#include "engine/statefulset_deletion.h"
 #include "states/drain_support.h"
 #include "states/step_support.h"
 
@@ -42,6 +43,14 @@ StepOutcome cancel(StepContext& ctx, const OrdinalDrain& d, const Json* pod) {
                                 "ordinal " + std::to_string(d.ordinal) + " not drained, " + why);
 }
 
+// The pod names the StatefulSet (by uid) as its owner.
+bool owned_by_set(const StepContext& ctx, const Json& pod) {
+  auto owners = k8s::owner_references(pod);
+  const std::string uid = k8s::uid(ctx.statefulset).value_or("");
+  return owners && !uid.empty() &&
+         std::ranges::any_of(*owners, [&](const k8s::OwnerReference& o) { return o.uid == uid; });
+}
+
 }  // namespace
 
 StepOutcome drain_step(StepContext& ctx) {
@@ -72,6 +81,20 @@ StepOutcome drain_step(StepContext& ctx) {
     if (*replica) return cancel(ctx, *d, pod);
 
     const bool cleanup = pod != nullptr && is_cleanup_pod(*pod, ctx.op.statefulset);
+    if (pod != nullptr && !cleanup && !being_deleted(*pod) && owned_by_set(ctx, *pod) &&
+        read_deletion(ctx.statefulset, all).reading == DeletionReading::Cascade) {
+      // The StatefulSet is being deleted with its pods, but the garbage collector leaves them
+      // while our finalizer holds the owner (Background): the replica goes first, as the delete
+      // asked, so that its claims are free for the cleanup pod.
+      if (auto deleted = delete_intended(
+              ctx, pod_ref(ctx.op, d->ordinal), k8s::uid(*pod).value_or(""),
+              Propagation::Background,
+              "the StatefulSet is being deleted: " + read_deletion(ctx.statefulset, all).why);
+          !deleted) {
+        return deleted.error();
+      }
+      return StepOutcome::waiting(Duration{0});
+    }
     if (pod != nullptr && !cleanup) {
       // The replica's own pod (still terminating) or someone else's: the name is taken.
       waiting = true;

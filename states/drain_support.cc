@@ -10,6 +10,9 @@
 namespace stsresize::drain {
 
 std::expected<bool, std::string> is_replica(const Json& statefulset, int ordinal) {
+  auto deleting = k8s::is_being_deleted(statefulset);
+  if (!deleting) return std::unexpected(deleting.error());
+  if (*deleting) return false;  // a StatefulSet being deleted keeps no replica
   auto replicas = k8s::spec_replicas(statefulset);
   if (!replicas) return std::unexpected(replicas.error());
   std::int64_t start = 0;
@@ -26,6 +29,9 @@ std::expected<bool, std::string> is_replica(const Json& statefulset, int ordinal
 }
 
 std::expected<bool, std::string> scale_down_observed(const Json& statefulset) {
+  auto deleting = k8s::is_being_deleted(statefulset);
+  if (!deleting) return std::unexpected(deleting.error());
+  if (*deleting) return true;  // its controller no longer acts on it: nothing left to observe
   auto generation = k8s::generation(statefulset);
   auto status = k8s::statefulset_status(statefulset);
   auto replicas = k8s::spec_replicas(statefulset);

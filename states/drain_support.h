@@ -13,10 +13,11 @@
 namespace stsresize::drain {
 
 // Whether `ordinal` is one of the StatefulSet's replicas again: within
-// [spec.ordinals.start, start + spec.replicas).
+// [spec.ordinals.start, start + spec.replicas). A StatefulSet being deleted has none.
 std::expected<bool, std::string> is_replica(const Json& statefulset, int ordinal);
 // The StatefulSet controller has observed the current spec and runs no more pods than it asks
-// for: a scale-down is over, nothing of it still terminating.
+// for: a scale-down is over, nothing of it still terminating. True for a StatefulSet being
+// deleted, which its controller no longer syncs.
 std::expected<bool, std::string> scale_down_observed(const Json& statefulset);
 // The pod named `name` among `pods`; nullopt when there is none.
 const Json* find_pod(std::span<const Json> pods, const std::string& name);

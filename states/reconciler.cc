@@ -165,6 +165,7 @@ ReconcileResult Reconciler::Session::run() {
     emit_event(EventSeverity::Warning, "InvalidState", parsed.error() + "; no action taken");
     return terminal(parsed.error());
   }
+  if (auto settled = settle_finalizer(parsed->has_value() ? &**parsed : nullptr)) return *settled;
   if (!parsed->has_value()) {
     if (auto adopted = adopt_unfinished()) return *adopted;
     if (is_marked_failed(sts_)) return idle();
@@ -347,7 +348,15 @@ ReconcileResult Reconciler::Session::drive() {
     if (!sts_.is_null()) {
       if (auto answered = take_operator_request()) return *answered;
     }
-    if (is_terminal(op_.phase)) return idle();
+    if (is_terminal(op_.phase)) {
+      // A drain that ended on a StatefulSet being deleted: the finalizer is settled at once (a
+      // drain of what is left, or let go), rather than at a next reconcile nothing may trigger.
+      if (op_.kind == OperationKind::Drain && !sts_.is_null() &&
+          k8s::is_being_deleted(sts_).value_or(false)) {
+        if (auto settled = settle_finalizer(nullptr)) return *settled;
+      }
+      return idle();
+    }
     const Step step = step_for(op_.kind, op_.phase);
     if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});
     // sts_ is as read at the start or as returned by our last annotation write: read it again

@@ -91,6 +91,16 @@ class Reconciler::Session final : public StepJournal {
   // Pending step starts it). Before a resize, which would otherwise copy claims about to be
   // drained. nullopt: none.
   std::optional<ReconcileResult> start_drain();
+  // The drain's finalizer (kScaledownFinalizer, the StatefulSet Scale-Down Controller's, taken
+  // over where it is) before anything else (states/drain_finalizer.cc). Not being deleted: added
+  // when the set opts in, removed when it opts out (no drain running). Being deleted with it:
+  // removed at once for a resize's own re-create and for an orphan delete or one that cannot be
+  // told apart (engine/statefulset_deletion.h), or once nothing is left to drain; a delete that
+  // removes the replicas begins a drain of every ordinal. `annotated`: the state on sts_, if
+  // any. nullopt: go on.
+  std::optional<ReconcileResult> settle_finalizer(const Operation* annotated);
+  // sts_ with the finalizer added or removed, written with its resourceVersion.
+  std::expected<void, std::string> write_finalizer(bool present);
   // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
   // a start journaled by a process that died before writing its annotation. op_ is then that
   // operation, ready for its annotation.

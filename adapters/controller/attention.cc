@@ -8,6 +8,8 @@
 #include "engine/drain_candidates.h"
 #include "engine/k8s_objects.h"
 #include "engine/planner.h"
+#include "engine/statefulset_deletion.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
 
@@ -31,6 +33,14 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
                           const std::vector<Json>& storage_classes) {
   auto operation = read_operation(statefulset);
   if (!operation) return Attention::Invalid;
+  // The drain's finalizer to add (opted in), to remove (opted out), or holding a delete: the
+  // reconciler settles it before anything else (states/drain_finalizer.cc).
+  const bool opted_in = scaledown_pod_template(statefulset).has_value();
+  const bool held = has_finalizer(statefulset, kScaledownFinalizer);
+  auto deleting = k8s::is_being_deleted(statefulset);
+  if (!deleting) return Attention::Invalid;
+  if (held && *deleting) return Attention::Detected;
+  if (!*deleting && opted_in != held) return Attention::Detected;
   if (operation->has_value()) {
     // An ended operation needs nothing, except an answer to a `stsresize advance` request
     // (a retry of a Failed one, or anything else, refused).

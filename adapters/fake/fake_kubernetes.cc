@@ -873,10 +873,28 @@ KubeResult<void> FakeKubernetes::do_remove(Actor actor, const ObjectRef& ref,
   }
   if (metadata.contains("deletionTimestamp")) return {};  // already being deleted
 
-  if (effective_propagation(ref.kind, options.propagation) == Propagation::Orphan) {
+  const Propagation propagation = effective_propagation(ref.kind, options.propagation);
+  // Held by a finalizer and owning dependents, the object keeps the API server's finalizer of
+  // the propagation asked for ("orphan", "foregroundDeletion") until the garbage collector
+  // (SimulatedCluster) orphaned or deleted its dependents and removed it, as a real cluster
+  // does. Otherwise the orphaning is done here at once (the collector's moment is not modelled).
+  const bool held_with_dependents = has_finalizers(object) && has_dependents(uid);
+  if (held_with_dependents && propagation == Propagation::Orphan) {
+    add_finalizer(object, "orphan");
+  } else if (held_with_dependents && propagation == Propagation::Foreground) {
+    add_finalizer(object, "foregroundDeletion");
+  } else if (propagation == Propagation::Orphan) {
     orphan_dependents(uid);
   }
   if (has_finalizers(object)) {
+    // The registry's markAsDeleting: a kind that has no graceful deletion of its own gets its
+    // generation bumped with the deletionTimestamp (a controller that does not sync objects
+    // being deleted never observes it).
+    if (ref.kind != Kind::Pod && metadata.contains("generation") &&
+        metadata["generation"].is_number_integer() &&
+        metadata["generation"].get<std::int64_t>() > 0) {
+      metadata["generation"] = metadata["generation"].get<std::int64_t>() + 1;
+    }
     metadata["deletionTimestamp"] = format_rfc3339(clock_.now());
     metadata["deletionGracePeriodSeconds"] = 0;
     store(actor, Verb::Remove, ref.kind, std::move(object));
@@ -918,6 +936,14 @@ KubeResult<Json> FakeKubernetes::do_update_scale(Actor actor, const ObjectRef& r
   auto updated = do_update(actor, Verb::UpdateScale, ref.kind, object);
   if (!updated) return updated;
   return scale_of(*updated);
+}
+
+bool FakeKubernetes::has_dependents(const std::string& owner_uid) const {
+  return std::ranges::any_of(objects_, [&](const auto& entry) {
+    const Json& owners = entry.second["metadata"].value("ownerReferences", Json::array());
+    return std::ranges::any_of(
+        owners, [&](const Json& owner) { return owner.value("uid", "") == owner_uid; });
+  });
 }
 
 void FakeKubernetes::orphan_dependents(const std::string& owner_uid) {

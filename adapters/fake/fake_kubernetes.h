@@ -202,6 +202,7 @@ class FakeKubernetes final : public Kubernetes {
                                    const std::string& resource_version);
   std::optional<KubeError> admit_claim_resize(const Json& claim, const Json& old) const;
   void orphan_dependents(const std::string& owner_uid);
+  bool has_dependents(const std::string& owner_uid) const;
   Json store(Actor actor, Verb verb, Kind kind, Json object);
   void erase(Actor actor, Verb verb, const Key& key);
   // `previous`: the stored state before the write (null for a create).

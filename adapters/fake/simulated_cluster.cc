@@ -99,7 +99,47 @@ void SimulatedCluster::tick(int times) {
   for (int i = 0; i < times; ++i) tick();
 }
 
+// An owner being deleted with the API server's "orphan" finalizer loses it once its dependents
+// no longer name it; one with "foregroundDeletion" once its dependents are gone (each deleted in
+// the background here; blockOwnerDeletion is not told apart).
+void SimulatedCluster::finish_propagation() {
+  for (Kind kind : kAllKinds) {
+    for (Json owner : kube_.list_raw(kind)) {
+      if (!sim::is_deleting(owner)) continue;
+      const bool orphan = sim::has_finalizer(owner, "orphan");
+      const bool foreground = sim::has_finalizer(owner, "foregroundDeletion");
+      if (!orphan && !foreground) continue;
+      const std::string uid = sim::text(owner, {"metadata", "uid"});
+      bool dependents_left = false;
+      for (Kind dependent_kind : kAllKinds) {
+        for (Json dependent : kube_.list_raw(dependent_kind)) {
+          if (!sim::has_owner(dependent, uid)) continue;
+          if (orphan) {
+            Json kept = Json::array();
+            for (const Json& ref : dependent["metadata"]["ownerReferences"]) {
+              if (ref.value("uid", "") != uid) kept.push_back(ref);
+            }
+            dependent["metadata"]["ownerReferences"] = std::move(kept);
+            (void)kube_.system().update(dependent_kind, dependent);
+          } else {
+            dependents_left = true;
+            if (sim::is_deleting(dependent)) continue;
+            DeleteOptions background;
+            background.propagation = Propagation::Background;
+            (void)kube_.system().remove(ref_of(dependent_kind, dependent), background);
+          }
+        }
+      }
+      if (dependents_left) continue;
+      Json current = owner;
+      sim::remove_finalizer(current, orphan ? "orphan" : "foregroundDeletion");
+      (void)kube_.system().update(kind, current);
+    }
+  }
+}
+
 void SimulatedCluster::collect_garbage() {
+  finish_propagation();
   std::set<std::string> live;
   for (Kind kind : kAllKinds) {
     for (const Json& object : kube_.list_raw(kind))

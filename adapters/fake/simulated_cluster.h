@@ -5,7 +5,12 @@
 // FakeKubernetes::system(), so the API rules hold and history shows Actor::System).
 //
 // One tick runs, in this order:
-// 1. garbage collector: deletes objects whose every owner (by uid) is gone (Background).
+// 1. garbage collector: finishes the propagation of a delete held by a finalizer (the API
+//    server's "orphan": the dependents' ownerReferences to it removed, then the finalizer;
+//    "foregroundDeletion": the dependents deleted, and the finalizer removed once none is left),
+//    then deletes objects whose every owner (by uid) is gone (Background). A dependent whose
+//    owner still exists, being deleted or not, is left alone: a Background delete held by a
+//    finalizer (the drain's) keeps the StatefulSet's pods until the finalizer is removed.
 // 2. volumes: pvc-protection (drops the finalizer of a deleting PVC once no pod that is not
 //    Succeeded/Failed mounts it) and pv-protection; reclaim (a PV whose claim is gone becomes
 //    Released; with reclaimPolicy Delete it is deleted with its content); binding: a Pending
@@ -29,7 +34,8 @@
 //    highest ordinal one per tick; Parallel does all at once; RollingUpdate replaces pods of
 //    an old template revision highest ordinal first, once all are Ready; adopts pods
 //    "<sts>-<i>" that match its selector and have no controller (left by a delete with
-//    propagation Orphan), as the real controller does; status as the real
+//    propagation Orphan), as the real controller does; a StatefulSet being deleted is not
+//    synced (no pod created, none deleted, status unchanged); status as the real
 //    controller reports it (observedGeneration, replicas, ready/current/updated/available,
 //    revisions).
 // Not simulated: scheduling and nodes (pods need no node), WaitForFirstConsumer (binding is
@@ -105,6 +111,7 @@ class SimulatedCluster {
 
  private:
   void collect_garbage();
+  void finish_propagation();
   void protect_and_reclaim_volumes();
   void bind_claims();
   bool bind(const Json& claim, const Json& volume);

@@ -55,8 +55,34 @@ TEST(Attention, ClaimsLeftByAScaleDownAreDetectedOnlyWhenTheStatefulSetOptsInToT
   set_annotation(world, kScaledownPodTemplateAnnotation,
                  R"({"spec":{"containers":[{"name":"c","image":"busybox"}]}})");
   EXPECT_EQ(attention_of(world), Attention::Detected);
-  world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 3; });
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["spec"]["replicas"] = 3;
+    sts["metadata"]["finalizers"] = Json::array({std::string{kScaledownFinalizer}});
+  });
   EXPECT_EQ(attention_of(world), Attention::None);
+}
+
+// The drain's finalizer to add (opted in), to remove (opted out), or holding a delete: the
+// reconciler settles it.
+TEST(Attention, TheDrainsFinalizerToAddToRemoveOrHoldingADeleteIsDetected) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, /*to_size=*/"1Gi");
+  set_annotation(world, kScaledownPodTemplateAnnotation,
+                 R"({"spec":{"containers":[{"name":"c","image":"busybox"}]}})");
+  EXPECT_EQ(attention_of(world), Attention::Detected);  // to add
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["metadata"]["finalizers"] = Json::array({std::string{kScaledownFinalizer}});
+  });
+  EXPECT_EQ(attention_of(world), Attention::None);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["metadata"]["deletionTimestamp"] = "2026-11-26T00:00:00Z";
+  });
+  EXPECT_EQ(attention_of(world), Attention::Detected);  // holding a delete
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["metadata"].erase("deletionTimestamp");
+    sts["metadata"]["annotations"].erase(std::string{kScaledownPodTemplateAnnotation});
+  });
+  EXPECT_EQ(attention_of(world), Attention::Detected);  // opted out: to remove
 }
 
 TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {

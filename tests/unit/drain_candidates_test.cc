@@ -133,6 +133,21 @@ TEST(DrainCandidates, ScaledToZeroEveryOrdinalIsACandidate) {
             (Ordinals{1, 0}));
 }
 
+// A StatefulSet being deleted keeps no replica: every ordinal with a claim is a candidate, and
+// no set-wide wait holds (its controller never observes the generation the delete bumped); the
+// replicas' pods still wait on their names and claims.
+TEST(DrainCandidates, BeingDeletedEveryOrdinalIsACandidateWithoutSetWideWaits) {
+  Json sts = deleting(statefulset(2));
+  sts["metadata"]["generation"] = 5;  // observedGeneration stays 4
+  const DrainCandidates found = candidates_of(sts, {claim("data-web-0"), claim("data-web-1")},
+                                              {pod("web-0", {"data-web-0"})});
+  EXPECT_EQ(ordinals(found), (Ordinals{1, 0}));
+  ASSERT_EQ(found.candidates.size(), 2u);
+  EXPECT_TRUE(found.candidates[0].ready());
+  EXPECT_EQ(reasons(found.candidates[1]),
+            (Reasons{DrainWaitReason::ClaimInUse, DrainWaitReason::NameTaken}));
+}
+
 TEST(DrainCandidates, OneClaimPerTemplateThatHasOne) {
   const DrainCandidates found =
       candidates_of(statefulset(1, {"data", "logs"}),
