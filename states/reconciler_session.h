@@ -90,7 +90,11 @@ class Reconciler::Session final : public StepJournal {
   // scale-down left that can be drained now: a drain begins (OperationStarted, DrainPlanned; its
   // Pending step starts it). Before a resize, which would otherwise copy claims about to be
   // drained. nullopt: none.
+  // A StatefulSet whose template cannot drain (undrainable_reason, engine/drain_plan.h) is told so
+  // once (note_undrainable) and drained never. The claim policy (stsresize.dev/scaledown-claims)
+  // opts in without a template; an invalid one is a Warning InvalidDrain, nothing done.
   std::optional<ReconcileResult> start_drain();
+  std::expected<void, std::string> note_undrainable();
   // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
   // a start journaled by a process that died before writing its annotation. op_ is then that
   // operation, ready for its annotation.
