@@ -189,6 +189,11 @@ TEST_F(DrainPolicy, AScaleBackUpInsideTheDelayKeepsTheClaimItsUidAndItsData) {
   const auto types = journal_types();
   EXPECT_EQ(std::ranges::count(types, "DrainCancelled"), 1);
   EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 0);
+  // Cancelled by the scale-up, not ended by a failure.
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(sts["metadata"].value("labels", Json::object()).contains(std::string{kFailedLabel}));
+  EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kStateAnnotation}));
+  EXPECT_TRUE(world.events.contains("DrainCompleted"));
   expect_journal_consistent();
 }
 
