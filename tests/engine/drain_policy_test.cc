@@ -234,6 +234,87 @@ TEST_F(DrainPolicy, APodUsingTheClaimsHoldsTheirDeletePastTheDelay) {
   expect_journal_consistent();
 }
 
+// kill -9 after every mutating call of a drain by claim policy (annotation writes, claim
+// deletes), with the journal kept and lost: the next process finishes it, the claims of ordinal
+// 2 go, the replicas' claims keep their data, and no claim went before the delay.
+TEST_F(DrainPolicy, ACrashAfterAnySideEffectConverges) {
+  auto prepare = [](ResizeWorld& w) {
+    w.seed(false, "1Gi");
+    w.kube.mutate_raw(w.sts(), [](Json& live) {
+      live["metadata"]["annotations"][std::string{kScaledownClaimsAnnotation}] = "delete-after=1m";
+      live["spec"]["replicas"] = 2;
+    });
+    w.settle(3);
+  };
+  const Rounds rounds{.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}};
+  int total = 0;
+  {
+    ResizeWorld w;
+    MemoryJournal j;
+    prepare(w);
+    const int before = w.kube.mutations();
+    Reconciler reconciler{w.kube, j, w.clock, w.events};
+    reconcile_until(reconciler, w, idle(), rounds);
+    total = w.kube.mutations() - before;
+    w.settle(3);
+    EXPECT_FALSE(w.kube.get_raw(w.claim("data-web-2")).has_value());
+  }
+  ASSERT_GT(total, 3);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      ResizeWorld w;
+      MemoryJournal first;
+      prepare(w);
+      const TimePoint scaled = w.clock.now();
+      const int start = w.kube.mutations();
+      w.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{w.kube, first, w.clock, w.events};
+        Rounds until_crash = rounds;
+        until_crash.terminal_fails = false;
+        reconcile_until(reconciler, w,
+                        {"a crash",
+                         [&](const ReconcileResult& r) {
+                           return w.kube.mutations() - start >= k ||
+                                  r.is(ReconcileResult::Kind::Idle);
+                         }},
+                        until_crash);
+      }
+      w.kube.set_mutation_budget(std::nullopt);
+      MemoryJournal lost;
+      Journal& second = keep_journal ? static_cast<Journal&>(first) : lost;
+      {
+        Reconciler reconciler{w.kube, second, w.clock, w.events};
+        reconcile_until(reconciler, w, idle(), rounds);
+        w.settle(3);
+      }
+      EXPECT_FALSE(w.kube.get_raw(w.claim("data-web-2")).has_value());
+      EXPECT_FALSE(w.kube.get_raw(w.claim("logs-web-2")).has_value());
+      for (const Mutation& m : w.kube.history()) {
+        if (m.actor == Actor::Client && m.verb == Verb::Remove &&
+            m.ref.kind == Kind::PersistentVolumeClaim) {
+          EXPECT_GE(m.time, scaled + minutes{1}) << to_string(m.ref);
+        }
+      }
+      for (int i = 0; i < 2; ++i) {
+        const std::string name = naming::claim_name("data", kSts, i);
+        EXPECT_EQ(w.cluster.volume_files(w.claim(name)), w.original_files[name]);
+      }
+      EXPECT_FALSE(w.live_sts()["metadata"]["annotations"].contains(std::string{kStateAnnotation}));
+      if (keep_journal) {
+        auto operations = first.operations();
+        ASSERT_TRUE(operations);
+        for (const auto& summary : *operations) {
+          auto folded = fold(*first.read(summary.operation_id), PhaseMachine::rules());
+          EXPECT_TRUE(folded) << folded.error().message;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(DrainPolicy, AnInvalidPolicyIsAWarningQuotingItAndChangesNothing) {
   for (const std::string& value :
        std::vector<std::string>{"delete-after=soon", "delete-after=30", "keep-for=1h",
