@@ -8,17 +8,42 @@
 
 #include "engine/json.h"
 #include "engine/operation.h"
+#include "engine/time.h"
 
 namespace stsresize {
 
 struct DrainPlan {
   std::string trigger;  // for people: "scaled down to 2 replicas: ordinal 2 left to drain"
   std::vector<OrdinalDrain> ordinals;
+  // 0: a cleanup pod drains each ordinal (the template). Else the claim policy
+  // (kScaledownClaimsAnnotation): no cleanup pod, the claims are deleted once the drain has
+  // waited this long (Operation::delete_after).
+  Duration delete_after{0};
 };
 
-// nullopt: the StatefulSet has not opted in (no cleanup pod template), or nothing can be
-// drained now (no claim left outside the replicas, or each waits: the scale-down not observed
-// yet, a pod still uses the claim...). An error: the StatefulSet, a claim or a pod is malformed.
+// The StatefulSet's claim policy on scale-down, kScaledownClaimsAnnotation:
+// "delete-after=<duration>" (engine/duration.h: "30m", "2h", "1h30m"; more than 0). nullopt:
+// not set (or empty). An error names the annotation and quotes the value (engine/text.h);
+// nothing may be drained on it.
+std::expected<std::optional<Duration>, std::string> scaledown_claims_policy(
+    const Json& statefulset);
+
+// Why `statefulset` cannot be drained although it asks for it: it has a cleanup pod template
+// and spec.persistentVolumeClaimRetentionPolicy.whenScaled Delete, so Kubernetes deletes a
+// scaled-down replica's claim with its pod, before any cleanup pod could run on it. nullopt:
+// nothing in the way.
+std::optional<std::string> undrainable_reason(const Json& statefulset);
+// The stsresize.dev/resize-status value that records it ("rejected: <the reason>"), written once
+// by the reconciler and removed by it once the StatefulSet can be drained again. Short of the
+// status's bound.
+std::string undrainable_status();
+
+// nullopt: the StatefulSet has not opted in (no cleanup pod template and no claim policy), it
+// cannot be drained (undrainable_reason), or nothing can be drained now (no claim left outside
+// the replicas, or each waits: the scale-down not observed yet, a pod still uses the claim...).
+// A StatefulSet with both a template and a claim policy is drained by its cleanup pod: the
+// template wins (the policy is the way for sets without one). An error: the StatefulSet, a
+// claim or a pod is malformed, or the claim policy is invalid.
 // A StatefulSet being deleted is drained only when `cascade` says its delete removes the
 // replicas (engine/statefulset_deletion.h: DeletionReading::Cascade): then every ordinal with a
 // claim is planned, its replica's pod still there or not (the drain deletes it first). Without,

@@ -365,7 +365,11 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
                                        " without claims or with progress already");
               }
             }
+            if (e.delete_after < Duration{0}) {
+              return std::unexpected("DrainPlanned with a negative delete-after");
+            }
             op.drains = e.ordinals;
+            op.delete_after = e.delete_after;
             return {};
           },
           [&](const CleanupPodCreated& e) -> Result {
@@ -376,6 +380,11 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
               return std::unexpected("CleanupPodCreated for ordinal " + std::to_string(e.ordinal) +
                                      ", which is drained or cancelled, or without a uid");
             }
+            if (op.delete_after > Duration{0}) {
+              return std::unexpected(
+                  "CleanupPodCreated in a drain by claim policy (no cleanup "
+                  "pod runs)");
+            }
             (*drain)->pod_uid = e.uid;
             return {};
           },
@@ -383,9 +392,19 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             if (auto ok = in_phase(Phase::Draining); !ok) return ok;
             auto drain = drain_of(e.ordinal);
             if (!drain) return std::unexpected(drain.error());
-            if ((*drain)->ended() || (*drain)->pod_uid.empty()) {
+            if ((*drain)->ended()) {
               return std::unexpected("CleanupSucceeded for ordinal " + std::to_string(e.ordinal) +
-                                     " without a cleanup pod, or after it ended");
+                                     " after it ended");
+            }
+            if (op.delete_after > Duration{0}) {
+              // A drain by claim policy has no cleanup pod: its "success" is the delay elapsed.
+              if (record.time < op.phase_since + op.delete_after) {
+                return std::unexpected("CleanupSucceeded for ordinal " + std::to_string(e.ordinal) +
+                                       " before the claim policy's delete-after elapsed");
+              }
+            } else if ((*drain)->pod_uid.empty()) {
+              return std::unexpected("CleanupSucceeded for ordinal " + std::to_string(e.ordinal) +
+                                     " without a cleanup pod");
             }
             (*drain)->succeeded = true;
             return {};

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/duration.h"
 #include "engine/operation_codec.h"
 #include "engine/strict_json.h"
 
@@ -75,6 +76,15 @@ template <>
 struct Codec<Path> : EnumCodec<Path, &parse_path> {};
 template <>
 struct Codec<OperationKind> : EnumCodec<OperationKind, &parse_kind> {};
+
+// A duration travels as whole milliseconds.
+template <>
+struct Codec<Duration> {
+  static Json encode(Duration value) { return static_cast<std::int64_t>(value.count()); }
+  static Duration decode(StrictObject& in, std::string_view key) {
+    return Duration{in.integer(key)};
+  }
+};
 
 // A nested document read by its own strict codec (engine/operation_codec.h), which names
 // the place ("event Planned.claims[1]") in its messages.
@@ -183,7 +193,8 @@ constexpr Field<T, Value> added_field(std::string_view key, Value T::*member) {
 }
 
 template <class Value>
-constexpr bool kIsCount = std::is_integral_v<Value> && !std::is_same_v<Value, bool>;
+constexpr bool kIsCount =
+    (std::is_integral_v<Value> && !std::is_same_v<Value, bool>) || std::is_same_v<Value, Duration>;
 
 template <class T, class Value>
 void write_field(Json& data, const T& entry, const Field<T, Value>& field) {
@@ -199,7 +210,9 @@ void read_field(StrictObject& in, T& entry, const Field<T, Value>& field) {
   value = Codec<Value>::decode(in, field.key);
   if (!field.optional || !in.ok()) return;
   if constexpr (kIsCount<Value>) {
-    if (value <= 0) in.fail(in.where() + ": " + std::string{field.key} + " must be positive");
+    if (value <= Value{}) {
+      in.fail(in.where() + ": " + std::string{field.key} + " must be positive");
+    }
   } else if (value == Value{}) {
     in.fail(in.where() + ": " + std::string{field.key} + " is written only when it is not " +
             Codec<Value>::encode(value).dump());
@@ -511,9 +524,13 @@ struct EntryType<DrainPlanned> {
   static constexpr std::string_view name = "DrainPlanned";
   static constexpr auto fields = std::tuple{
       field("ordinals", &DrainPlanned::ordinals),
+      added_field("deleteAfterMs", &DrainPlanned::delete_after),
   };
   static std::string text(const DrainPlanned& e) {
     std::string out;
+    if (e.delete_after.count() > 0) {
+      out = "claims deleted after " + format_duration(e.delete_after) + "; ";
+    }
     for (const OrdinalDrain& d : e.ordinals) {
       out += (out.empty() ? "ordinal " : "; ordinal ") + std::to_string(d.ordinal) + ":";
       for (std::size_t i = 0; i < d.claims.size(); ++i) {

@@ -142,8 +142,11 @@ struct OperatorAction {
   friend bool operator==(const OperatorAction&, const OperatorAction&) = default;
 };
 // A drain's ordinals and their claims (uids as found), journaled before its first cleanup pod.
+// With a claim policy (delete_after > 0: Operation::delete_after) no cleanup pod runs; not
+// written while 0, so a drain by cleanup pod is recorded as before.
 struct DrainPlanned {
   std::vector<OrdinalDrain> ordinals;
+  Duration delete_after{0};
   friend bool operator==(const DrainPlanned&, const DrainPlanned&) = default;
 };
 // The cleanup pod of an ordinal exists: created by this drain, or found (left by an earlier
@@ -153,7 +156,8 @@ struct CleanupPodCreated {
   std::string uid;
   friend bool operator==(const CleanupPodCreated&, const CleanupPodCreated&) = default;
 };
-// The cleanup pod of an ordinal ran to Succeeded: its claims may be deleted.
+// The cleanup pod of an ordinal ran to Succeeded: its claims may be deleted. In a drain by claim
+// policy (no cleanup pod): the ordinal has been gone for delete_after and no pod uses its claims.
 struct CleanupSucceeded {
   std::int32_t ordinal = 0;
   friend bool operator==(const CleanupSucceeded&, const CleanupSucceeded&) = default;

@@ -186,6 +186,10 @@ struct Operation {
   std::vector<ClaimPlan> claims;
   // A drain's ordinals (empty for a resize).
   std::vector<OrdinalDrain> drains;
+  // A drain by claim policy (stsresize.dev/scaledown-claims: delete-after=<duration>): no
+  // cleanup pod; an ordinal's claims are deleted once Draining has lasted this long (from
+  // phase_since) and no pod uses them. 0: a drain by cleanup pod, and every resize.
+  Duration delete_after{0};
   // Explicit request only (empty for the template trigger): the template changes applied by
   // re-creating the StatefulSet, and whether the re-created object's uid has been recorded.
   std::vector<TemplateChange> template_changes;

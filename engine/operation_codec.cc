@@ -252,6 +252,9 @@ Json encode_operation(const Operation& operation) {
     }
     document["drains"] = std::move(drains);
   }
+  if (operation.delete_after.count() > 0) {
+    document["deleteAfterMs"] = static_cast<std::int64_t>(operation.delete_after.count());
+  }
   if (!operation.warning.empty()) document["warning"] = operation.warning;
   if (operation.awaiting) {
     document["awaitingApproval"] = Json{{"from", to_string(operation.awaiting->from)},
@@ -340,6 +343,16 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
     }
     if (in.ok() && op.kind != OperationKind::Drain) {
       in.fail(where + ": \"drains\" in an operation of kind " + std::string{to_string(op.kind)});
+    }
+  }
+  if (in.ok() && document.contains("deleteAfterMs")) {
+    op.delete_after = Duration{in.integer("deleteAfterMs")};
+    if (in.ok() && op.delete_after.count() <= 0) {
+      in.fail(where + ": \"deleteAfterMs\" must be positive");
+    }
+    if (in.ok() && op.kind != OperationKind::Drain) {
+      in.fail(where + ": \"deleteAfterMs\" in an operation of kind " +
+              std::string{to_string(op.kind)});
     }
   }
   op.failure = in.string("failure");

@@ -74,5 +74,10 @@ inline constexpr std::string_view kScaledownPodLabel = "scaledown-pod";
 inline constexpr std::string_view kScaledownFinalizer = "statefulsets.kubernetes.io/scaledown";
 // kPurposeLabel of a cleanup pod.
 inline constexpr std::string_view kDrainPurpose = "drain";
+// On a StatefulSet without a cleanup pod template, written by the user:
+// "delete-after=<duration>" (engine/drain_plan.h: scaledown_claims_policy). The claims of an
+// ordinal a scale-down left are deleted once it has been gone that long, with no cleanup pod.
+inline constexpr std::string_view kScaledownClaimsAnnotation = "stsresize.dev/scaledown-claims";
+inline constexpr std::string_view kDeleteAfterPolicy = "delete-after=";
 
 }  // namespace stsresize

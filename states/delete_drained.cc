@@ -3,6 +3,8 @@
 // ordinal the StatefulSet was scaled back up over meanwhile keeps its claims (cancelled): the
 // replica's pod mounts them as soon as the name is free, and a claim is never deleted under a pod.
 #include "engine/cleanup_pod.h"
+#include "engine/duration.h"
+#include "engine/vocabulary.h"
 #include "states/drain_support.h"
 #include "states/step_support.h"
 
@@ -59,9 +61,13 @@ StepOutcome delete_drained_step(StepContext& ctx) {
       if (!same || being_deleted(**claim)) {
         return record_and_continue(ctx, entries::DrainedClaimDeleted{c.claim});
       }
-      if (auto deleted =
-              delete_intended(ctx, claim_ref(ctx.op, c.claim), c.uid, Propagation::Background,
-                              "drained by cleanup pod of ordinal " + std::to_string(d.ordinal));
+      if (auto deleted = delete_intended(
+              ctx, claim_ref(ctx.op, c.claim), c.uid, Propagation::Background,
+              ctx.op.delete_after > Duration{0}
+                  ? "ordinal " + std::to_string(d.ordinal) + " gone for " +
+                        format_duration(ctx.op.delete_after) + " (" +
+                        std::string{kScaledownClaimsAnnotation} + ")"
+                  : "drained by cleanup pod of ordinal " + std::to_string(d.ordinal));
           !deleted) {
         return deleted.error();
       }

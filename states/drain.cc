@@ -6,7 +6,9 @@
 #include <algorithm>
 
 #include "engine/cleanup_pod.h"
+#include "engine/duration.h"
 #include "engine/statefulset_deletion.h"
+#include "engine/vocabulary.h"
 #include "states/drain_support.h"
 #include "states/step_support.h"
 
@@ -51,6 +53,48 @@ bool owned_by_set(const StepContext& ctx, const Json& pod) {
          std::ranges::any_of(*owners, [&](const k8s::OwnerReference& o) { return o.uid == uid; });
 }
 
+// A drain by claim policy (Operation::delete_after): no cleanup pod. Each ordinal still gone once
+// Draining has lasted delete_after, with no pod on its claims and no pod of its name, is recorded
+// as cleaned up (CleanupSucceeded), and DeletingClaims deletes its claims. An ordinal scaled
+// back up within the delay is cancelled, its claims kept. The drain timeout counts from the end
+// of the delay: a long delete-after is waiting, not a drain that hangs.
+StepOutcome policy_drain_step(StepContext& ctx, std::span<const Json> all) {
+  const TimePoint deadline = ctx.op.phase_since + ctx.op.delete_after;
+  const TimePoint now = ctx.clock.now();
+  bool waiting = false;
+  bool delayed = false;
+  for (const OrdinalDrain& d : ctx.op.drains) {
+    if (d.ended()) continue;
+    const Json* pod = drain::find_pod(all, drain::pod_name(ctx.op, d.ordinal));
+    auto replica = drain::is_replica(ctx.statefulset, d.ordinal);
+    if (!replica) return malformed(replica.error());
+    if (*replica) return cancel(ctx, d, pod);
+    if (now < deadline) {
+      delayed = true;
+      continue;
+    }
+    auto observed = drain::scale_down_observed(ctx.statefulset);
+    if (!observed) return malformed(observed.error());
+    // Never while a pod uses the claims, nor while a pod holds the replica's name.
+    if (!*observed || pod != nullptr || !drain::claim_users(all, d, ctx.op.statefulset).empty()) {
+      waiting = true;
+      continue;
+    }
+    return record_and_continue(ctx, entries::CleanupSucceeded{d.ordinal});
+  }
+  if (delayed) {
+    return StepOutcome::waiting(std::chrono::duration_cast<Duration>(deadline - now),
+                                "claims deleted after " + format_duration(ctx.op.delete_after) +
+                                    " (" + std::string{kScaledownClaimsAnnotation} + ")");
+  }
+  if (waiting && now - deadline > ctx.settings.drain_timeout) {
+    return StepOutcome::critical(
+        "the claims are still in use past the drain timeout after the delete-after delay");
+  }
+  if (waiting) return StepOutcome::waiting(ctx.settings.poll_interval, "claims in use");
+  return StepOutcome::done();
+}
+
 }  // namespace
 
 StepOutcome drain_step(StepContext& ctx) {
@@ -58,6 +102,7 @@ StepOutcome drain_step(StepContext& ctx) {
   auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
   if (!pods) return from_error(pods.error(), "listing pods");
   const std::span<const Json> all = pods->items;
+  if (ctx.op.delete_after > Duration{0}) return policy_drain_step(ctx, all);
   int running = 0;
   for (const OrdinalDrain& d : ctx.op.drains) {
     if (!d.ended() && !d.pod_uid.empty()) ++running;

@@ -34,7 +34,13 @@ ReconcileResult Reconciler::Session::start() {
 }
 
 std::optional<ReconcileResult> Reconciler::Session::start_drain() {
-  if (!scaledown_pod_template(sts_)) return std::nullopt;
+  if (auto noted = note_undrainable(); !noted) return retry(noted.error());
+  if (undrainable_reason(sts_)) return std::nullopt;  // nothing to drain; a resize may be asked
+  const bool by_template = scaledown_pod_template(sts_).has_value();
+  auto claims_annotation = k8s::annotation(sts_, kScaledownClaimsAnnotation);
+  const bool has_policy =
+      claims_annotation && claims_annotation->has_value() && !(*claims_annotation)->empty();
+  if (!by_template && !has_policy) return std::nullopt;
   // At 0 replicas because a resize scaled it there (its state removed): not a scale-down, and
   // draining would take every claim. The resize that begins next scales it back.
   if (auto mark = original_replicas_mark(sts_); !mark || mark->has_value()) return std::nullopt;
@@ -48,12 +54,47 @@ std::optional<ReconcileResult> Reconciler::Session::start_drain() {
     return terminal(plan.error());
   }
   if (!plan->has_value()) return std::nullopt;
-  if (auto begun = begin((*plan)->trigger, {entries::DrainPlanned{std::move((*plan)->ordinals)}},
-                         OperationKind::Drain);
+  if (auto begun =
+          begin((*plan)->trigger,
+                {entries::DrainPlanned{std::move((*plan)->ordinals), (*plan)->delete_after}},
+                OperationKind::Drain);
       !begun) {
     return retry(begun.error());
   }
+  if (by_template && has_policy) {
+    emit_event(EventSeverity::Warning, "DrainPolicyIgnored",
+               "annotation " + std::string{kScaledownClaimsAnnotation} +
+                   " is ignored: this StatefulSet has a cleanup pod template, and its cleanup pod "
+                   "drains each ordinal before its claims are deleted");
+  }
   return drive();
+}
+
+// Once per StatefulSet, not on every reconcile: the refusal is written to
+// stsresize.dev/resize-status (shown by `stsresize status` as Refused) with a Warning, unless it
+// is there already; and removed once the StatefulSet can be drained again. A refusal of a resize
+// request already there is left as it is (writing ours over it, and the request's over ours,
+// would give both Warnings on every reconcile); ours comes once that one is gone.
+std::expected<void, std::string> Reconciler::Session::note_undrainable() {
+  const std::optional<std::string> reason = undrainable_reason(sts_);
+  auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
+  if (!current) return std::unexpected(current.error());
+  const bool noted = current->has_value() && **current == undrainable_status();
+  const bool other = current->has_value() && !(*current)->empty() && !noted;
+  if (reason.has_value() == noted || other) return {};
+  Json updated = sts_;
+  auto changed = reason ? k8s::set_annotation(updated, kResizeStatusAnnotation,
+                                              bounded_status(undrainable_status()))
+                        : k8s::remove_annotation(updated, kResizeStatusAnnotation);
+  if (!changed) return std::unexpected(changed.error());
+  auto written = r_.kube_.update(Kind::StatefulSet, updated);
+  if (!written) {
+    return std::unexpected("writing " + std::string{kResizeStatusAnnotation} + " on " +
+                           to_string(ref_) + ": " + written.error().message);
+  }
+  sts_ = std::move(*written);
+  if (reason) emit_event(EventSeverity::Warning, "DrainImpossible", *reason);
+  return {};
 }
 
 std::expected<void, std::string> Reconciler::Session::begin(const std::string& planned,

@@ -6,6 +6,7 @@
 #include "engine/annotations.h"
 #include "engine/cleanup_pod.h"
 #include "engine/drain_candidates.h"
+#include "engine/drain_plan.h"
 #include "engine/k8s_objects.h"
 #include "engine/planner.h"
 #include "engine/statefulset_deletion.h"
@@ -55,9 +56,20 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
   if (is_marked_failed(statefulset)) return Attention::None;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
   if (request && request->has_value()) return Attention::Request;
-  // Opted in to the drain, with claims left outside the replicas: the reconciler decides with
-  // the live pods whether they can be drained now (the cache holds only stsresize's pods).
-  if (scaledown_pod_template(statefulset)) {
+  // A cleanup pod template with whenScaled Delete cannot be drained: the reconciler says so
+  // once (stsresize.dev/resize-status), without waiting for a scale-down, and takes its word
+  // back once the set can be drained again.
+  auto status = k8s::annotation(statefulset, kResizeStatusAnnotation);
+  const bool noted = status && status->has_value() && **status == undrainable_status();
+  const bool undrainable = undrainable_reason(statefulset).has_value();
+  const bool unset = status && (!status->has_value() || (*status)->empty());
+  if ((undrainable && unset) || (!undrainable && noted)) return Attention::Detected;
+  // Opted in to the drain (a cleanup pod template, or the claim policy: an invalid one is
+  // warned about), with claims left outside the replicas: the reconciler decides with the live
+  // pods whether they can be drained now (the cache holds only stsresize's pods).
+  auto policy = scaledown_claims_policy(statefulset);
+  if (!policy) return Attention::Detected;
+  if (!undrainable && (scaledown_pod_template(statefulset) || policy->has_value())) {
     auto drains = drain_candidates(statefulset, claims_in_namespace, {});
     if (!drains) return Attention::Detected;
     for (const DrainCandidate& candidate : drains->candidates) {

@@ -19,7 +19,9 @@ enum class Attention {
               // state but backup claims of an operation that did not complete)
   Request,    // an explicit resize request annotation
   Detected,   // the planner finds claims to resize, or refuses the templates as they are; or
-              // the StatefulSet opts in to the drain and has claims outside its replicas
+              // the StatefulSet opts in to the drain (template or claim policy) and has claims
+              // outside its replicas, or its claim policy is invalid; or its template cannot
+              // drain (whenScaled Delete) and that is not recorded yet, or no longer true
   Invalid,    // the state annotation cannot be read: the reconciler reports it
 };
 std::string_view to_string(Attention attention);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/annotations.h"
+#include "engine/drain_plan.h"
 #include "engine/k8s_objects.h"
 #include "engine/resize_request.h"
 #include "engine/vocabulary.h"
@@ -83,6 +84,49 @@ TEST(Attention, TheDrainsFinalizerToAddToRemoveOrHoldingADeleteIsDetected) {
     sts["metadata"]["annotations"].erase(std::string{kScaledownPodTemplateAnnotation});
   });
   EXPECT_EQ(attention_of(world), Attention::Detected);  // opted out: to remove
+}
+
+// The claim policy opts in without a template: claims left outside the replicas are reconciled;
+// an invalid policy is too (the reconciler warns about it), even with nothing to drain.
+TEST(Attention, TheClaimPolicyOptsInToTheDrainAndAnInvalidOneIsReported) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, /*to_size=*/"1Gi");
+  set_annotation(world, kScaledownClaimsAnnotation, "delete-after=30m");
+  EXPECT_EQ(attention_of(world), Attention::None);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 2; });
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 3; });
+  set_annotation(world, kScaledownClaimsAnnotation, "delete-after=later");
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+}
+
+// A cleanup pod template with whenScaled Delete: reconciled without a scale-down until the
+// refusal is recorded in stsresize.dev/resize-status, then left alone; reconciled again when
+// whenScaled changes, so that the refusal is taken back.
+TEST(Attention, ATemplateWithWhenScaledDeleteIsReconciledUntilTheRefusalIsRecorded) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, /*to_size=*/"1Gi");
+  set_annotation(world, kScaledownPodTemplateAnnotation,
+                 R"({"spec":{"containers":[{"name":"c","image":"busybox"}]}})");
+  // (the reconciler has added the drain's finalizer)
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["metadata"]["finalizers"] = Json::array({std::string{kScaledownFinalizer}});
+  });
+  EXPECT_EQ(attention_of(world), Attention::None);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] = "Delete";
+  });
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+  set_annotation(world, kResizeStatusAnnotation, undrainable_status());
+  EXPECT_EQ(attention_of(world), Attention::None);
+  // Even scaled down: Kubernetes deletes those claims, nothing is drained.
+  world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 2; });
+  EXPECT_EQ(attention_of(world), Attention::None);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["spec"]["replicas"] = 3;
+    sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] = "Retain";
+  });
+  EXPECT_EQ(attention_of(world), Attention::Detected);
 }
 
 TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/operation_codec.h"
 #include "engine/replay.h"
 #include "states/machine.h"
 #include "tests/support/operation_samples.h"
@@ -583,6 +584,84 @@ TEST(Fold, FolderAppliedIncrementallyEqualsFoldOfTheWhole) {
   ValidatingFold folder{PhaseMachine::rules()};
   for (const auto& record : records) ASSERT_TRUE(folder.apply(record));
   EXPECT_EQ(*folder.state(), *fold(records, PhaseMachine::rules()));
+}
+
+}  // namespace
+}  // namespace stsresize
+
+namespace stsresize {
+namespace {
+
+// A drain by claim policy (delete-after): DrainPlanned records the delay, written only when set
+// (a drain by cleanup pod is recorded as before); the fold takes a CleanupSucceeded without a
+// cleanup pod, and only once the delay is over; a cleanup pod has no place in it.
+std::vector<JournalRecord> policy_drain(Duration recorded_after, const Entry& last) {
+  Operation op;
+  op.id = "web-0123abcd";
+  op.ns = "shop";
+  op.statefulset = "web";
+  TimePoint time{std::chrono::seconds{1'800'000'000}};
+  std::vector<JournalRecord> records;
+  auto add = [&](const Entry& entry) {
+    records.push_back(make_record(op, static_cast<std::int64_t>(records.size()) + 1, time, entry));
+  };
+  add(entries::OperationStarted{"scaled down", "sts-uid", 2, OperationKind::Drain});
+  OrdinalDrain drain;
+  drain.ordinal = 2;
+  drain.claims = {{"data-web-2", "uid-d2", false}};
+  add(entries::DrainPlanned{{drain}, std::chrono::minutes{30}});
+  add(entries::PhaseChanged{Phase::Pending, Phase::Draining, Trigger::StartDrain});
+  time += recorded_after;
+  add(last);
+  return records;
+}
+
+TEST(EventCodec, DrainPlannedWritesItsDelayOnlyForAClaimPolicy) {
+  OrdinalDrain drain;
+  drain.ordinal = 2;
+  drain.claims = {{"data-web-2", "u", false}};
+  const std::vector<OrdinalDrain> ordinals{drain};
+  const Json by_pod = encode_entry_data(entries::DrainPlanned{ordinals, Duration{0}});
+  EXPECT_FALSE(by_pod.contains("deleteAfterMs")) << by_pod.dump();
+  const Json by_policy =
+      encode_entry_data(entries::DrainPlanned{ordinals, std::chrono::minutes{30}});
+  EXPECT_EQ(by_policy["deleteAfterMs"], 1'800'000);
+  auto decoded = decode_entry("DrainPlanned", Json::parse(by_policy.dump()));
+  ASSERT_TRUE(decoded) << decoded.error();
+  EXPECT_EQ(std::get<entries::DrainPlanned>(*decoded).delete_after, std::chrono::minutes{30});
+  Json zero = by_policy;
+  zero["deleteAfterMs"] = 0;
+  EXPECT_FALSE(decode_entry("DrainPlanned", zero));
+  zero["deleteAfterMs"] = -5;
+  EXPECT_FALSE(decode_entry("DrainPlanned", zero));
+}
+
+TEST(Fold, APolicyDrainSucceedsWithoutACleanupPodOnlyOnceItsDelayIsOver) {
+  auto early = fold(policy_drain(std::chrono::minutes{29}, entries::CleanupSucceeded{2}),
+                    PhaseMachine::rules());
+  ASSERT_FALSE(early);
+  EXPECT_NE(early.error().message.find("delete-after"), std::string::npos) << early.error().message;
+  auto due = fold(policy_drain(std::chrono::minutes{30}, entries::CleanupSucceeded{2}),
+                  PhaseMachine::rules());
+  ASSERT_TRUE(due) << due.error().message;
+  EXPECT_TRUE(due->drains[0].succeeded);
+  EXPECT_EQ(due->delete_after, std::chrono::minutes{30});
+  auto pod = fold(policy_drain(std::chrono::minutes{1}, entries::CleanupPodCreated{2, "p"}),
+                  PhaseMachine::rules());
+  EXPECT_FALSE(pod);
+}
+
+TEST(OperationCodec, APolicyDrainKeepsItsDelayInTheStateAnnotation) {
+  auto op = fold(policy_drain(std::chrono::minutes{1}, entries::DrainCancelled{2, "scaled up"}),
+                 PhaseMachine::rules());
+  ASSERT_TRUE(op) << op.error().message;
+  const Json document = encode_operation(*op);
+  EXPECT_EQ(document["deleteAfterMs"], 1'800'000);
+  auto decoded = decode_operation(Json::parse(document.dump()), "state");
+  ASSERT_TRUE(decoded) << decoded.error();
+  EXPECT_EQ(*decoded, *op);
+  Operation resize;
+  EXPECT_FALSE(encode_operation(resize).contains("deleteAfterMs"));
 }
 
 }  // namespace
