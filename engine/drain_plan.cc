@@ -92,14 +92,13 @@ std::expected<std::optional<DrainPlan>, std::string> plan_drain(const Json& stat
   if (!replicas) return std::unexpected(replicas.error());
   const std::string ordinals =
       "ordinal" + std::string{plan.ordinals.size() == 1 ? " " : "s "} + names;
-  plan.trigger =
-      *deleting ? "StatefulSet deleted: " + ordinals + " to drain"
-      : delete_after.count() > 0
-          ? "scaled down to " + std::to_string(*replicas) + " replicas: " + ordinals +
-                " left: claims deleted after " + format_duration(delete_after) + " (" +
-                std::string{kScaledownClaimsAnnotation} + ")"
-          : "scaled down to " + std::to_string(*replicas) + " replicas: " + ordinals +
-                " left to drain";
+  plan.trigger = *deleting ? "StatefulSet deleted: " + ordinals + " to drain"
+                 : delete_after.count() > 0
+                     ? "scaled down to " + std::to_string(*replicas) + " replicas: " + ordinals +
+                           " left: claims deleted after " + format_duration(delete_after) + " (" +
+                           std::string{kScaledownClaimsAnnotation} + ")"
+                     : "scaled down to " + std::to_string(*replicas) + " replicas: " + ordinals +
+                           " left to drain";
   return plan;
 }
 
