@@ -43,16 +43,16 @@ deploy_sa_kubeconfig "$sa" "$system_ns" "$work/sa.kubeconfig"
 can() { kubectl --kubeconfig "$work/sa.kubeconfig" auth can-i "$@" 2>/dev/null || true; }
 for allowed in "list statefulsets.apps -A" "watch persistentvolumeclaims -A" "delete persistentvolumeclaims -n $ns" \
   "create jobs.batch -n $ns" "list storageclasses.storage.k8s.io" "create events -n $ns" \
-  "update leases.coordination.k8s.io -n $system_ns"; do
+  "update leases.coordination.k8s.io -n $system_ns" "create pods -n $ns" "delete pods -n $ns"; do
   # shellcheck disable=SC2086 # words on purpose
   [[ $(can $allowed) == yes ]] || fail "the ServiceAccount may not: $allowed"
 done
-for refused in "get secrets -n $ns" "list persistentvolumes" "delete nodes" "get pods -n $ns" \
+for refused in "get secrets -n $ns" "list persistentvolumes" "delete nodes" "update pods -n $ns" \
   "update persistentvolumeclaims -n $ns" "update leases.coordination.k8s.io -n $ns" "delete storageclasses.storage.k8s.io"; do
   # shellcheck disable=SC2086
   [[ $(can $refused) == no ]] || fail "the ServiceAccount may, but should not: $refused"
 done
-ok "allowed: what the code uses; refused: secrets, PVs, nodes, pod get, PVC update, leases elsewhere"
+ok "allowed: what the code uses (pods: the drain's cleanup pods); refused: secrets, PVs, nodes, pod update, PVC update, leases elsewhere"
 
 step "every namespace, as the ServiceAccount: caches sync, and it stands by (the Lease is someone else's)"
 now=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)

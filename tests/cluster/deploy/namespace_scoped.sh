@@ -39,7 +39,7 @@ step "a kubeconfig with a TokenRequest token of $ns/stsresize"
 deploy_sa_kubeconfig stsresize "$ns" "$work/sa.kubeconfig"
 can() { kubectl --kubeconfig "$work/sa.kubeconfig" auth can-i "$@" 2>/dev/null || true; }
 for allowed in "watch statefulsets.apps" "delete persistentvolumeclaims" "create jobs.batch" \
-  "list pods" "create configmaps" "patch events" "update leases.coordination.k8s.io"; do
+  "list pods" "create pods" "delete pods" "create configmaps" "patch events" "update leases.coordination.k8s.io"; do
   # shellcheck disable=SC2086 # words on purpose
   [[ $(can $allowed -n "$ns") == yes ]] || fail "the ServiceAccount may not: $allowed"
 done
