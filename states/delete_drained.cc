@@ -18,21 +18,14 @@ StepOutcome delete_drained_step(StepContext& ctx) {
   for (const OrdinalDrain& d : ctx.op.drains) {
     if (!d.succeeded || !d.cancelled.empty()) continue;
     if (std::ranges::all_of(d.claims, [](const OrdinalClaim& c) { return c.deleted; })) continue;
-    const ObjectRef pod_ref{Kind::Pod, ctx.op.ns, drain::pod_name(ctx.op, d.ordinal)};
-    auto pod = get_optional(ctx, pod_ref);
-    if (!pod) return pod.error();
-    if (pod->has_value() && is_cleanup_pod(**pod, ctx.op.statefulset)) {
-      if (being_deleted(**pod)) {
-        lingering = true;
-        continue;
-      }
-      if (auto deleted = delete_intended(ctx, pod_ref, k8s::uid(**pod).value_or(""),
-                                         Propagation::Background, "its cleanup Succeeded");
-          !deleted) {
-        return deleted.error();
-      }
-      drain::tell_deleted(ctx, "cleanup pod " + pod_ref.name + " deleted: its cleanup Succeeded");
-      return StepOutcome::waiting(Duration{0});
+    bool pod_lingering = false;
+    if (auto now =
+            drain::delete_cleanup_pod(ctx, d.ordinal, "its cleanup Succeeded", pod_lingering)) {
+      return *now;
+    }
+    if (pod_lingering) {
+      lingering = true;
+      continue;
     }
     auto replica = drain::is_replica(ctx.statefulset, d.ordinal);
     if (!replica) return malformed(replica.error());

@@ -84,6 +84,25 @@ void tell_deleted(StepContext& ctx, const std::string& message) {
                     "operation " + ctx.op.id + ": " + message);
 }
 
+std::optional<StepOutcome> delete_cleanup_pod(StepContext& ctx, int ordinal, const std::string& why,
+                                              bool& lingering) {
+  const ObjectRef pod_ref{Kind::Pod, ctx.op.ns, pod_name(ctx.op, ordinal)};
+  auto pod = steps::get_optional(ctx, pod_ref);
+  if (!pod) return pod.error();
+  if (!pod->has_value() || !is_cleanup_pod(**pod, ctx.op.statefulset)) return std::nullopt;
+  if (steps::being_deleted(**pod)) {
+    lingering = true;
+    return std::nullopt;
+  }
+  if (auto deleted = steps::delete_intended(ctx, pod_ref, k8s::uid(**pod).value_or(""),
+                                            Propagation::Background, why);
+      !deleted) {
+    return deleted.error();
+  }
+  tell_deleted(ctx, "cleanup pod " + pod_ref.name + " deleted: " + why);
+  return StepOutcome::waiting(Duration{0});
+}
+
 bool ended_before(const Json& pod, TimePoint started) {
   auto phase = k8s::pod_phase(pod);
   if (!phase || (*phase != "Succeeded" && *phase != "Failed")) return false;

@@ -35,6 +35,12 @@ void tell_deleted(StepContext& ctx, const std::string& message);
 // Whether `pod` Succeeded or Failed and was created before `started` (to the second, the
 // precision of creationTimestamp): a result from before an operation began.
 bool ended_before(const Json& pod, TimePoint started);
+// The cleanup pod of `ordinal`, if there is one of this StatefulSet: deleted (intend + delete,
+// uid precondition, a SuccessfulDelete Event saying `why`), and the outcome to return now
+// (Waiting(0), or an error). nullopt when there is none, or when it is already being deleted
+// (then `lingering` becomes true).
+std::optional<StepOutcome> delete_cleanup_pod(StepContext& ctx, int ordinal, const std::string& why,
+                                              bool& lingering);
 // The cleanup pod's restart count (the highest of its containers').
 std::int32_t restarts(const Json& pod);
 

@@ -11,20 +11,8 @@ StepOutcome stop_drain_step(StepContext& ctx) {
   using namespace steps;
   bool lingering = false;
   for (const OrdinalDrain& d : ctx.op.drains) {
-    const ObjectRef pod_ref{Kind::Pod, ctx.op.ns, drain::pod_name(ctx.op, d.ordinal)};
-    auto pod = get_optional(ctx, pod_ref);
-    if (!pod) return pod.error();
-    if (pod->has_value() && is_cleanup_pod(**pod, ctx.op.statefulset)) {
-      if (being_deleted(**pod)) {
-        lingering = true;
-        continue;
-      }
-      if (auto deleted = delete_intended(ctx, pod_ref, k8s::uid(**pod).value_or(""),
-                                         Propagation::Background, "the drain stops");
-          !deleted) {
-        return deleted.error();
-      }
-      return StepOutcome::waiting(Duration{0});
+    if (auto now = drain::delete_cleanup_pod(ctx, d.ordinal, "the drain stops", lingering)) {
+      return *now;
     }
     if (!d.ended()) {
       const std::string why =
