@@ -48,8 +48,30 @@ std::optional<std::string> undrainable_reason(const Json& statefulset) {
   return undrainable_text();
 }
 
-std::string undrainable_status() {
-  return "rejected: " + undrainable_text();
+std::optional<DrainRefusal> drain_refusal(const Json& statefulset) {
+  if (auto reason = undrainable_reason(statefulset))
+    return DrainRefusal{*reason, "DrainImpossible"};
+  if (scaledown_pod_template(statefulset)) return std::nullopt;  // the policy is not read
+  auto policy = scaledown_claims_policy(statefulset);
+  if (!policy) return DrainRefusal{policy.error(), "InvalidDrain"};
+  return std::nullopt;
+}
+
+namespace {
+constexpr std::string_view kRefused = "rejected: ";
+constexpr std::string_view kNothingDrained = "; nothing drained";
+}  // namespace
+
+std::string drain_refusal_status(const DrainRefusal& refusal) {
+  return std::string{kRefused} + refusal.reason + std::string{kNothingDrained};
+}
+
+bool is_drain_refusal_status(std::string_view status) {
+  if (!status.starts_with(kRefused) || !status.ends_with(kNothingDrained)) return false;
+  const std::string_view reason =
+      status.substr(kRefused.size(), status.size() - kRefused.size() - kNothingDrained.size());
+  return reason == undrainable_text() ||
+         reason.starts_with("annotation " + std::string{kScaledownClaimsAnnotation} + " is ");
 }
 
 std::expected<std::optional<DrainPlan>, std::string> plan_drain(const Json& statefulset,

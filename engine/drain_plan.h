@@ -33,10 +33,21 @@ std::expected<std::optional<Duration>, std::string> scaledown_claims_policy(
 // scaled-down replica's claim with its pod, before any cleanup pod could run on it. nullopt:
 // nothing in the way.
 std::optional<std::string> undrainable_reason(const Json& statefulset);
-// The stsresize.dev/resize-status value that records it ("rejected: <the reason>"), written once
-// by the reconciler and removed by it once the StatefulSet can be drained again. Short of the
-// status's bound.
-std::string undrainable_status();
+
+// A drain the StatefulSet asks for and cannot have, known without a scale-down: it is
+// undrainable (above), or it has no cleanup pod template and an invalid claim policy. The
+// reconciler says it once, in stsresize.dev/resize-status with a Warning, and takes it back once
+// the StatefulSet is fixed; it holds nothing else (a resize is still served).
+struct DrainRefusal {
+  std::string reason;
+  std::string_view event_reason;  // "DrainImpossible" or "InvalidDrain"
+};
+std::optional<DrainRefusal> drain_refusal(const Json& statefulset);
+// The stsresize.dev/resize-status value that records it ("rejected: <reason>; nothing drained"),
+// short of the status's bound (the policy's value is quoted bounded).
+std::string drain_refusal_status(const DrainRefusal& refusal);
+// Whether `status` is one that drain_refusal_status writes (a refusal of a resize request is not).
+bool is_drain_refusal_status(std::string_view status);
 
 // nullopt: the StatefulSet has not opted in (no cleanup pod template and no claim policy), it
 // cannot be drained (undrainable_reason), or nothing can be drained now (no claim left outside

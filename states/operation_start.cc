@@ -34,8 +34,9 @@ ReconcileResult Reconciler::Session::start() {
 }
 
 std::optional<ReconcileResult> Reconciler::Session::start_drain() {
-  if (auto noted = note_undrainable(); !noted) return retry(noted.error());
-  if (undrainable_reason(sts_)) return std::nullopt;  // nothing to drain; a resize may be asked
+  if (auto noted = note_drain_refusal(); !noted) return retry(noted.error());
+  // Nothing to drain; a resize may be asked (a bad claim policy holds no resize).
+  if (drain_refusal(sts_)) return std::nullopt;
   const bool by_template = scaledown_pod_template(sts_).has_value();
   auto claims_annotation = k8s::annotation(sts_, kScaledownClaimsAnnotation);
   const bool has_policy =
@@ -70,22 +71,22 @@ std::optional<ReconcileResult> Reconciler::Session::start_drain() {
   return drive();
 }
 
-// Once per StatefulSet, not on every reconcile: the refusal is written to
+// Once per refusal, not on every reconcile: the refusal is written to
 // stsresize.dev/resize-status (shown by `stsresize status` as Refused) with a Warning, unless it
 // is there already; and removed once the StatefulSet can be drained again. A refusal of a resize
 // request already there is left as it is (writing ours over it, and the request's over ours,
 // would give both Warnings on every reconcile); ours comes once that one is gone.
-std::expected<void, std::string> Reconciler::Session::note_undrainable() {
-  const std::optional<std::string> reason = undrainable_reason(sts_);
+std::expected<void, std::string> Reconciler::Session::note_drain_refusal() {
+  const std::optional<DrainRefusal> refusal = drain_refusal(sts_);
   auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
   if (!current) return std::unexpected(current.error());
-  const bool noted = current->has_value() && **current == undrainable_status();
-  const bool other = current->has_value() && !(*current)->empty() && !noted;
-  if (reason.has_value() == noted || other) return {};
+  const std::string status = refusal ? bounded_status(drain_refusal_status(*refusal)) : "";
+  const bool ours = current->has_value() && is_drain_refusal_status(**current);
+  const bool other = current->has_value() && !(*current)->empty() && !ours;
+  if (other || (refusal ? ours && **current == status : !ours)) return {};
   Json updated = sts_;
-  auto changed = reason ? k8s::set_annotation(updated, kResizeStatusAnnotation,
-                                              bounded_status(undrainable_status()))
-                        : k8s::remove_annotation(updated, kResizeStatusAnnotation);
+  auto changed = refusal ? k8s::set_annotation(updated, kResizeStatusAnnotation, status)
+                         : k8s::remove_annotation(updated, kResizeStatusAnnotation);
   if (!changed) return std::unexpected(changed.error());
   auto written = r_.kube_.update(Kind::StatefulSet, updated);
   if (!written) {
@@ -93,7 +94,10 @@ std::expected<void, std::string> Reconciler::Session::note_undrainable() {
                            to_string(ref_) + ": " + written.error().message);
   }
   sts_ = std::move(*written);
-  if (reason) emit_event(EventSeverity::Warning, "DrainImpossible", *reason);
+  if (refusal) {
+    emit_event(EventSeverity::Warning, refusal->event_reason,
+               refusal->reason + std::string{"; nothing drained"});
+  }
   return {};
 }
 

@@ -90,9 +90,9 @@ class Reconciler::Session final : public StepJournal {
   // scale-down left that can be drained now: a drain begins (OperationStarted, DrainPlanned; its
   // Pending step starts it). Before a resize, which would otherwise copy claims about to be
   // drained. nullopt: none.
-  // A StatefulSet whose template cannot drain (undrainable_reason, engine/drain_plan.h) is told so
-  // once (note_undrainable) and drained never. The claim policy (stsresize.dev/scaledown-claims)
-  // opts in without a template; an invalid one is a Warning InvalidDrain, nothing done.
+  // A StatefulSet whose drain cannot be done (drain_refusal, engine/drain_plan.h: a template
+  // with whenScaled Delete, or an invalid claim policy stsresize.dev/scaledown-claims) is told so
+  // once (note_drain_refusal) and drained never; a resize is still served.
   std::optional<ReconcileResult> start_drain();
   // The drain's finalizer (kScaledownFinalizer, the StatefulSet Scale-Down Controller's, taken
   // over where it is) before anything else (states/drain_finalizer.cc). Not being deleted: added
@@ -104,7 +104,7 @@ class Reconciler::Session final : public StepJournal {
   std::optional<ReconcileResult> settle_finalizer(const Operation* annotated);
   // sts_ with the finalizer added or removed, written with its resourceVersion.
   std::expected<void, std::string> write_finalizer(bool present);
-  std::expected<void, std::string> note_undrainable();
+  std::expected<void, std::string> note_drain_refusal();
   // True when the journal's latest stream for sts_ is exactly `first_events` and nothing more:
   // a start journaled by a process that died before writing its annotation. op_ is then that
   // operation, ready for its annotation.

@@ -56,20 +56,21 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
   if (is_marked_failed(statefulset)) return Attention::None;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
   if (request && request->has_value()) return Attention::Request;
-  // A cleanup pod template with whenScaled Delete cannot be drained: the reconciler says so
-  // once (stsresize.dev/resize-status), without waiting for a scale-down, and takes its word
-  // back once the set can be drained again.
+  // A drain asked for that cannot be done (a cleanup pod template with whenScaled Delete, an
+  // invalid claim policy): the reconciler says so once (stsresize.dev/resize-status), without
+  // waiting for a scale-down, and takes its word back once the set is fixed.
   auto status = k8s::annotation(statefulset, kResizeStatusAnnotation);
-  const bool noted = status && status->has_value() && **status == undrainable_status();
-  const bool undrainable = undrainable_reason(statefulset).has_value();
+  const std::optional<DrainRefusal> refusal = drain_refusal(statefulset);
   const bool unset = status && (!status->has_value() || (*status)->empty());
-  if ((undrainable && unset) || (!undrainable && noted)) return Attention::Detected;
-  // Opted in to the drain (a cleanup pod template, or the claim policy: an invalid one is
-  // warned about), with claims left outside the replicas: the reconciler decides with the live
-  // pods whether they can be drained now (the cache holds only stsresize's pods).
+  const bool ours = status && status->has_value() && is_drain_refusal_status(**status);
+  if (refusal ? unset || (ours && **status != drain_refusal_status(*refusal)) : ours) {
+    return Attention::Detected;
+  }
+  // Opted in to the drain (a cleanup pod template, or a valid claim policy), with claims left
+  // outside the replicas: the reconciler decides with the live pods whether they can be drained
+  // now (the cache holds only stsresize's pods).
   auto policy = scaledown_claims_policy(statefulset);
-  if (!policy) return Attention::Detected;
-  if (!undrainable && (scaledown_pod_template(statefulset) || policy->has_value())) {
+  if (!refusal && (scaledown_pod_template(statefulset) || (policy && policy->has_value()))) {
     auto drains = drain_candidates(statefulset, claims_in_namespace, {});
     if (!drains) return Attention::Detected;
     for (const DrainCandidate& candidate : drains->candidates) {

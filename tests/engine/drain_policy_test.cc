@@ -315,6 +315,8 @@ TEST_F(DrainPolicy, ACrashAfterAnySideEffectConverges) {
   }
 }
 
+// Said once (a Warning, and stsresize.dev/resize-status for `stsresize status`), not on every
+// reconcile; nothing drained; taken back once the value is fixed.
 TEST_F(DrainPolicy, AnInvalidPolicyIsAWarningQuotingItAndChangesNothing) {
   for (const std::string& value :
        std::vector<std::string>{"delete-after=soon", "delete-after=30", "keep-for=1h",
@@ -324,20 +326,50 @@ TEST_F(DrainPolicy, AnInvalidPolicyIsAWarningQuotingItAndChangesNothing) {
     annotate(kScaledownClaimsAnnotation, value);
     scale_to(2);
     Reconciler reconciler{world.kube, journal, world.clock, world.events, settings};
-    const ReconcileResult result = reconciler.reconcile(kNs, kSts);
-    EXPECT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
+    for (int i = 0; i < 3; ++i) {
+      const ReconcileResult result = reconciler.reconcile(kNs, kSts);
+      EXPECT_TRUE(result.is(ReconcileResult::Kind::Idle)) << result.message;
+      world.settle(1);
+    }
     const auto warnings = world.events.with_reason("InvalidDrain");
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_EQ(warnings[0].severity, EventSeverity::Warning);
     EXPECT_NE(warnings[0].message.find(std::string{kScaledownClaimsAnnotation}), std::string::npos);
     EXPECT_NE(warnings[0].message.find(quote(value)), std::string::npos) << warnings[0].message;
     EXPECT_LT(warnings[0].message.size(), 400u);
+    const Json sts = world.live_sts();
+    auto row = cli::status_row(sts, {}, {});
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->kind, cli::StatusKind::Refused);
+    EXPECT_NE(row->message.find(quote(value)), std::string::npos) << row->message;
     EXPECT_TRUE(claim_exists("data-web-2"));
     EXPECT_TRUE(claim_exists("logs-web-2"));
     EXPECT_TRUE(journal_types().empty());
-    EXPECT_FALSE(
-        world.live_sts()["metadata"]["annotations"].contains(std::string{kStateAnnotation}));
+    EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kStateAnnotation}));
   }
+  // Fixed: the refusal is taken back, and the drain follows.
+  annotate(kScaledownClaimsAnnotation, "delete-after=1m");
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, settings};
+  until_draining(reconciler);
+  EXPECT_FALSE(
+      world.live_sts()["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
+}
+
+// A bad claim policy holds no resize: the resize request is served (and plans the claims of
+// the removed ordinal too, as it does for any StatefulSet not drained).
+TEST_F(DrainPolicy, AnInvalidPolicyHoldsNoResize) {
+  annotate(kScaledownClaimsAnnotation, "delete-after=soon");
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kResizeRequestAnnotation}] =
+        R"({"data":{"storage":"2Gi"}})";
+  });
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, settings};
+  run_to_idle(reconciler);
+  EXPECT_EQ(world.events.with_reason("InvalidDrain").size(), 1u);
+  EXPECT_TRUE(world.events.contains("ResizeCompleted"));
+  const Json claim = *world.kube.get_raw(world.claim("data-web-0"));
+  EXPECT_EQ(claim["spec"]["resources"]["requests"]["storage"], "2Gi");
+  expect_journal_consistent();
 }
 
 // The template wins over the claim policy, with a Warning: its cleanup pod drains the ordinal.
@@ -375,7 +407,7 @@ TEST_F(DrainPolicy, ATemplateWithWhenScaledDeleteIsRefusedOnceWithoutAScaleDownA
   EXPECT_NE(warnings[0].message.find("whenScaled Delete"), std::string::npos);
   Json sts = world.live_sts();
   EXPECT_EQ(sts["metadata"]["annotations"][std::string{kResizeStatusAnnotation}],
-            undrainable_status());
+            drain_refusal_status(*drain_refusal(sts)));
   // `stsresize status` shows it.
   auto row = cli::status_row(sts, {}, {});
   ASSERT_TRUE(row);

@@ -117,7 +117,8 @@ TEST(Attention, ATemplateWithWhenScaledDeleteIsReconciledUntilTheRefusalIsRecord
     sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] = "Delete";
   });
   EXPECT_EQ(attention_of(world), Attention::Detected);
-  set_annotation(world, kResizeStatusAnnotation, undrainable_status());
+  set_annotation(world, kResizeStatusAnnotation,
+                 drain_refusal_status(*drain_refusal(world.live_sts())));
   EXPECT_EQ(attention_of(world), Attention::None);
   // Even scaled down: Kubernetes deletes those claims, nothing is drained.
   world.kube.mutate_raw(world.sts(), [](Json& sts) { sts["spec"]["replicas"] = 2; });
@@ -126,6 +127,25 @@ TEST(Attention, ATemplateWithWhenScaledDeleteIsReconciledUntilTheRefusalIsRecord
     sts["spec"]["replicas"] = 3;
     sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenScaled"] = "Retain";
   });
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+}
+
+// An invalid claim policy: reconciled until its refusal is recorded, again when the value
+// changes (a new refusal) and when it is fixed (the refusal taken back).
+TEST(Attention, AnInvalidClaimPolicyIsReconciledUntilItsRefusalIsRecordedAndWhenFixed) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, /*to_size=*/"1Gi");
+  set_annotation(world, kScaledownClaimsAnnotation, "delete-after=soon");
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+  set_annotation(world, kResizeStatusAnnotation,
+                 drain_refusal_status(*drain_refusal(world.live_sts())));
+  EXPECT_EQ(attention_of(world), Attention::None);
+  set_annotation(world, kScaledownClaimsAnnotation, "delete-after=later");
+  EXPECT_EQ(attention_of(world), Attention::Detected);
+  set_annotation(world, kResizeStatusAnnotation,
+                 drain_refusal_status(*drain_refusal(world.live_sts())));
+  EXPECT_EQ(attention_of(world), Attention::None);
+  set_annotation(world, kScaledownClaimsAnnotation, "delete-after=1h");
   EXPECT_EQ(attention_of(world), Attention::Detected);
 }
 
