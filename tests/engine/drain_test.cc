@@ -141,7 +141,9 @@ TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsCl
           "\"kind\":\"Drain\""),
       std::string::npos);
   EXPECT_TRUE(world.events.contains("DrainStarted"));
-  EXPECT_TRUE(world.events.contains("DrainCompleted"));
+  ASSERT_EQ(world.events.with_reason("DrainCompleted").size(), 1u);
+  EXPECT_NE(world.events.with_reason("DrainCompleted")[0].message.find("; drained: ordinal 2"),
+            std::string::npos);
   // Each step on the StatefulSet, as `kubectl describe sts` shows them; deletes under the old
   // controller's reason.
   EXPECT_EQ(world.events.with_reason("CleanupPodRunning").size(), 1u);
@@ -263,6 +265,13 @@ TEST_F(Drain, AScaleBackUpWhileTheCleanupRunsCancelsItKeepingTheClaimAndItsData)
   EXPECT_EQ(std::ranges::count(types, "DrainCancelled"), 1);
   EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 0);
   EXPECT_EQ(world.events.with_reason("DrainCancelled").size(), 1u);
+  // Completed, and its Event says that nothing was drained.
+  const auto completed = world.events.with_reason("DrainCompleted");
+  ASSERT_EQ(completed.size(), 1u);
+  EXPECT_NE(completed[0].message.find("; cancelled: ordinal 2 (its claims kept)"),
+            std::string::npos)
+      << completed[0].message;
+  EXPECT_EQ(completed[0].message.find("drained:"), std::string::npos) << completed[0].message;
   expect_journal_consistent();
 }
 
