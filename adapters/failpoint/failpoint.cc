@@ -14,6 +14,8 @@ std::string_view to_string(Position position) {
       return "after-journal";
     case Position::AfterAnnotation:
       return "after-annotation";
+    case Position::AfterWrite:
+      return "after-write";
   }
   return "unknown";
 }
@@ -25,9 +27,9 @@ std::string to_string(const Failpoint& failpoint) {
 std::expected<std::optional<Failpoint>, std::string> parse(std::string_view text) {
   if (text.empty()) return std::nullopt;
   auto refuse = [&](std::string_view why) {
-    return std::unexpected(std::string{kEnvironmentVariable} + "='" + std::string{text} +
-                           "': " + std::string{why} +
-                           " (expected after-journal:N or after-annotation:N, N from 1)");
+    return std::unexpected(
+        std::string{kEnvironmentVariable} + "='" + std::string{text} + "': " + std::string{why} +
+        " (expected after-journal:N, after-annotation:N or after-write:N, N from 1)");
   };
   const auto colon = text.find(':');
   if (colon == std::string_view::npos) return refuse("no ':N'");
@@ -38,6 +40,8 @@ std::expected<std::optional<Failpoint>, std::string> parse(std::string_view text
     failpoint.position = Position::AfterJournal;
   } else if (name == to_string(Position::AfterAnnotation)) {
     failpoint.position = Position::AfterAnnotation;
+  } else if (name == to_string(Position::AfterWrite)) {
+    failpoint.position = Position::AfterWrite;
   } else {
     return refuse("unknown position '" + std::string{name} + "'");
   }
@@ -221,6 +225,107 @@ KubeResult<void> FailpointKubernetes::watch(Kind kind, const std::string& ns,
 }
 
 std::int64_t FailpointKubernetes::boundaries_seen() const {
+  std::lock_guard lock(mutex_);
+  return seen_;
+}
+
+// ---- FailpointWrites
+
+namespace {
+
+bool is_side_effect(Kind kind) {
+  return kind != Kind::Event && kind != Kind::Lease;
+}
+
+std::string finalizers_of(const Json& object) {
+  std::string text;
+  const Json& metadata = object.value("metadata", Json::object());
+  for (const Json& finalizer : metadata.value("finalizers", Json::array())) {
+    if (!finalizer.is_string()) continue;
+    text += (text.empty() ? "" : ",") + finalizer.get<std::string>();
+  }
+  return text.empty() ? "(none)" : text;
+}
+
+}  // namespace
+
+FailpointWrites::FailpointWrites(Kubernetes& inner, std::int64_t fire_at, Kill kill)
+    : inner_(inner), fire_at_(fire_at), kill_(std::move(kill)) {}
+
+void FailpointWrites::written(std::string_view verb, const ObjectRef& ref, const Json* result) {
+  if (!is_side_effect(ref.kind)) return;
+  bool fire = false;
+  {
+    std::lock_guard lock(mutex_);
+    fire = ++seen_ == fire_at_;
+  }
+  if (!fire) return;
+  std::string what = to_string(Failpoint{Position::AfterWrite, fire_at_}) + " " +
+                     std::string{verb} + " " + to_string(ref);
+  if (ref.kind == Kind::StatefulSet && result != nullptr) {
+    what += " (phase " + shown(phase_of(*result)) + ", finalizers " + finalizers_of(*result) + ")";
+  }
+  kill_(what);
+}
+
+KubeResult<Json> FailpointWrites::get(const ObjectRef& ref) {
+  return inner_.get(ref);
+}
+
+KubeResult<ObjectList> FailpointWrites::list(Kind kind, const std::string& ns,
+                                             const ListOptions& options) {
+  return inner_.list(kind, ns, options);
+}
+
+KubeResult<Json> FailpointWrites::create(Kind kind, const Json& object) {
+  auto result = inner_.create(kind, object);
+  if (result) written("create", ref_of(kind, *result), &*result);
+  return result;
+}
+
+KubeResult<Json> FailpointWrites::update(Kind kind, const Json& object) {
+  auto result = inner_.update(kind, object);
+  if (result) written("update", ref_of(kind, *result), &*result);
+  return result;
+}
+
+KubeResult<Json> FailpointWrites::update_status(Kind kind, const Json& object) {
+  auto result = inner_.update_status(kind, object);
+  if (result) written("update status of", ref_of(kind, *result), &*result);
+  return result;
+}
+
+KubeResult<Json> FailpointWrites::patch(const ObjectRef& ref, PatchType type, const Json& patch) {
+  auto result = inner_.patch(ref, type, patch);
+  if (result) written("patch", ref, &*result);
+  return result;
+}
+
+KubeResult<void> FailpointWrites::remove(const ObjectRef& ref, const DeleteOptions& options) {
+  auto result = inner_.remove(ref, options);
+  if (result) written("delete", ref, nullptr);
+  return result;
+}
+
+KubeResult<Json> FailpointWrites::get_scale(const ObjectRef& ref) {
+  return inner_.get_scale(ref);
+}
+
+KubeResult<Json> FailpointWrites::update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                               const std::string& resource_version) {
+  auto result = inner_.update_scale(ref, replicas, resource_version);
+  // The Scale subresource's answer is a Scale, not the StatefulSet: no phase to show.
+  if (result) written("update scale of", ref, nullptr);
+  return result;
+}
+
+KubeResult<void> FailpointWrites::watch(Kind kind, const std::string& ns,
+                                        const WatchOptions& options, std::stop_token stop,
+                                        const WatchHandler& handler) {
+  return inner_.watch(kind, ns, options, std::move(stop), handler);
+}
+
+std::int64_t FailpointWrites::boundaries_seen() const {
   std::lock_guard lock(mutex_);
   return seen_;
 }

@@ -10,6 +10,12 @@
 //   STSRESIZE_FAILPOINT=after-annotation:N  right after the N-th StatefulSet write whose result
 //                                           changes the stsresize.dev/phase annotation (the
 //                                           transition is authoritative: the boundary proper)
+//   STSRESIZE_FAILPOINT=after-write:N       right after the N-th successful mutating request
+//                                           (create, update, update_status, patch, remove,
+//                                           update_scale) on any object but an Event or a Lease:
+//                                           every side effect, such as a drain's cleanup pod
+//                                           created or its claim deleted, before the
+//                                           controller has recorded it
 // N counts from 1 in this process. Unset or empty: disarmed, and the ports are not wrapped.
 //
 // The decorators wrap the controller's Journal and Kubernetes ports; engine/ and states/ know
@@ -31,8 +37,9 @@ namespace stsresize::failpoint {
 
 inline constexpr std::string_view kEnvironmentVariable = "STSRESIZE_FAILPOINT";
 
-enum class Position { AfterJournal, AfterAnnotation };
-std::string_view to_string(Position position);  // "after-journal", "after-annotation"
+enum class Position { AfterJournal, AfterAnnotation, AfterWrite };
+// "after-journal", "after-annotation", "after-write"
+std::string_view to_string(Position position);
 
 struct Failpoint {
   Position position = Position::AfterAnnotation;
@@ -112,6 +119,45 @@ class FailpointKubernetes final : public Kubernetes {
   Kill kill_;
   mutable std::mutex mutex_;
   std::map<std::string, std::string> phases_;  // "ns/name" -> phase annotation ("" when none)
+  std::int64_t seen_ = 0;
+};
+
+// Passes every call through to `inner`; every mutating request that succeeded is a boundary,
+// unless it was on an Event or a Lease (the Events this process records and its leader lease
+// are no side effects on the user's objects, and their count depends on timing), and the
+// `fire_at`-th one calls `kill` before the call returns. update_status counts like update: it is
+// a write others see (no step makes one today; one added later is then a boundary too). A
+// refused request (an error, AlreadyExists and NotFound included) changed nothing and is not
+// counted. Reads, lists and watches are not looked at.
+class FailpointWrites final : public Kubernetes {
+ public:
+  FailpointWrites(Kubernetes& inner, std::int64_t fire_at, Kill kill = kill_this_process);
+
+  KubeResult<Json> get(const ObjectRef& ref) override;
+  KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                              const ListOptions& options = {}) override;
+  KubeResult<Json> create(Kind kind, const Json& object) override;
+  KubeResult<Json> update(Kind kind, const Json& object) override;
+  KubeResult<Json> update_status(Kind kind, const Json& object) override;
+  KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
+  KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<Json> get_scale(const ObjectRef& ref) override;
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override;
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override;
+
+  std::int64_t boundaries_seen() const;
+
+ private:
+  // After a successful write: "<verb> <Kind> <ns>/<name>", and for a StatefulSet written whole
+  // (`result`) its phase annotation and finalizers as they are now.
+  void written(std::string_view verb, const ObjectRef& ref, const Json* result);
+
+  Kubernetes& inner_;
+  const std::int64_t fire_at_;
+  Kill kill_;
+  mutable std::mutex mutex_;
   std::int64_t seen_ = 0;
 };
 

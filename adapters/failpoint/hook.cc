@@ -19,7 +19,7 @@ std::expected<Wrap, std::string> from_environment() {
   }
   const failpoint::Failpoint point = **armed;
   return [point](Kubernetes& kube, Journal& journal) {
-    logging::warn("failpoint armed: this process kills itself at a transition boundary",
+    logging::warn("failpoint armed: this process kills itself at a boundary",
                   {{"failpoint", failpoint::to_string(point)}});
     auto kill = [](const std::string& what) {
       logging::error("failpoint fired", {{"at", what}});
@@ -29,6 +29,10 @@ std::expected<Wrap, std::string> from_environment() {
     if (point.position == failpoint::Position::AfterJournal) {
       auto wrapped = std::make_shared<failpoint::FailpointJournal>(journal, point.boundary, kill);
       return Ports{&kube, wrapped.get(), wrapped};
+    }
+    if (point.position == failpoint::Position::AfterWrite) {
+      auto wrapped = std::make_shared<failpoint::FailpointWrites>(kube, point.boundary, kill);
+      return Ports{wrapped.get(), &journal, wrapped};
     }
     auto wrapped = std::make_shared<failpoint::FailpointKubernetes>(kube, point.boundary, kill);
     return Ports{wrapped.get(), &journal, wrapped};

@@ -18,11 +18,20 @@
 namespace stsresize::failpoint {
 namespace {
 
-TEST(Failpoint_Parse, ReadsBothPositionsAndTheirCount) {
+TEST(Failpoint_Parse, ReadsEveryPositionAndItsCount) {
   EXPECT_EQ(parse("after-journal:1"), (Failpoint{Position::AfterJournal, 1}));
   EXPECT_EQ(parse("after-annotation:12"), (Failpoint{Position::AfterAnnotation, 12}));
   EXPECT_EQ(parse("after-annotation:1000000"), (Failpoint{Position::AfterAnnotation, 1000000}));
+  EXPECT_EQ(parse("after-write:7"), (Failpoint{Position::AfterWrite, 7}));
   EXPECT_EQ(to_string(Failpoint{Position::AfterJournal, 3}), "after-journal:3");
+  EXPECT_EQ(to_string(Failpoint{Position::AfterAnnotation, 2}), "after-annotation:2");
+  EXPECT_EQ(to_string(Failpoint{Position::AfterWrite, 5}), "after-write:5");
+  // Every position reads back what it prints.
+  for (Position position :
+       {Position::AfterJournal, Position::AfterAnnotation, Position::AfterWrite}) {
+    const Failpoint point{position, 4};
+    EXPECT_EQ(parse(to_string(point)), point) << to_string(point);
+  }
 }
 
 TEST(Failpoint_Parse, EmptyMeansDisarmed) {
@@ -32,17 +41,33 @@ TEST(Failpoint_Parse, EmptyMeansDisarmed) {
 }
 
 TEST(Failpoint_Parse, RefusesMalformedValuesQuotingThemAndTheSyntax) {
-  for (const char* text :
-       {"after-journal", "after-journal:", "after-journal:0", "after-journal:-1",
-        "after-journal:+1", "after-journal:x", "after-journal:1x", "after-journal: 1",
-        "after-journal:1:2", "after-journal:1000001", "after-journal:99999999999999999999",
-        "before-journal:1", "AFTER-JOURNAL:1", ":1", "1"}) {
+  for (const char* text : {"after-journal",
+                           "after-journal:",
+                           "after-journal:0",
+                           "after-journal:-1",
+                           "after-journal:+1",
+                           "after-journal:x",
+                           "after-journal:1x",
+                           "after-journal: 1",
+                           "after-journal:1:2",
+                           "after-journal:1000001",
+                           "after-journal:99999999999999999999",
+                           "before-journal:1",
+                           "AFTER-JOURNAL:1",
+                           ":1",
+                           "1",
+                           "after-write",
+                           "after-write:0",
+                           "after-write:x",
+                           "after-writes:1",
+                           "after-Write:1"}) {
     auto parsed = parse(text);
     ASSERT_FALSE(parsed) << text;
     EXPECT_NE(parsed.error().find(std::string{"STSRESIZE_FAILPOINT='"} + text + "'"),
               std::string::npos)
         << parsed.error();
-    EXPECT_NE(parsed.error().find("after-journal:N or after-annotation:N"), std::string::npos)
+    EXPECT_NE(parsed.error().find("after-journal:N, after-annotation:N or after-write:N"),
+              std::string::npos)
         << parsed.error();
   }
 }
@@ -224,6 +249,133 @@ TEST_F(FailpointKubernetesTest, UnreadStatefulSetsCreatesFailedWritesAndOtherKin
 
   // And the re-created StatefulSet's next phase is one.
   ASSERT_OK(write_phase(kube, "Planning"));
+  EXPECT_EQ(fired, 1);
+}
+
+// ---- FailpointWrites
+
+class FailpointWritesTest : public FailpointKubernetesTest {
+ protected:
+  Json pod(const std::string& name) {
+    return Json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", "shop"}}},
+                {"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "busybox"}}})}}}};
+  }
+  Json claim(const std::string& name) {
+    return Json{{"apiVersion", "v1"},
+                {"kind", "PersistentVolumeClaim"},
+                {"metadata", {{"name", name}, {"namespace", "shop"}}},
+                {"spec",
+                 {{"accessModes", Json::array({"ReadWriteOnce"})},
+                  {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+  }
+};
+
+TEST_F(FailpointWritesTest, FiresOnceRightAfterTheNthSuccessfulWriteOfAnyKind) {
+  std::vector<std::string> fired;
+  bool pod_there_when_fired = false;
+  FailpointWrites kube(inner, 3, [&](const std::string& what) {
+    fired.push_back(what);
+    pod_there_when_fired = inner.get(ObjectRef{Kind::Pod, "shop", "web-2"}).has_value();
+  });
+  // Reads are no writes.
+  ASSERT_OK(kube.get(web));
+  ASSERT_OK(kube.list(Kind::Pod, "shop"));
+  ASSERT_OK(kube.get_scale(web));
+
+  ASSERT_OK(kube.create(Kind::PersistentVolumeClaim, claim("data-web-2")));  // 1
+  ASSERT_OK(write_phase(kube, "Draining"));                                  // 2
+  EXPECT_TRUE(fired.empty());
+  EXPECT_EQ(kube.boundaries_seen(), 2);
+  ASSERT_OK(kube.create(Kind::Pod, pod("web-2")));  // 3
+  ASSERT_EQ(fired, std::vector<std::string>{"after-write:3 create Pod shop/web-2"});
+  EXPECT_TRUE(pod_there_when_fired) << "fired before the pod was created";
+
+  ASSERT_OK(kube.remove(ObjectRef{Kind::Pod, "shop", "web-2"}));  // 4
+  EXPECT_EQ(fired.size(), 1u);
+  EXPECT_EQ(kube.boundaries_seen(), 4);
+}
+
+TEST_F(FailpointWritesTest, EachVerbIsOneWriteAndSaysWhatItWrote) {
+  const ObjectRef claim_ref{Kind::PersistentVolumeClaim, "shop", "data-web-2"};
+  ASSERT_OK(inner.create(Kind::PersistentVolumeClaim, claim("data-web-2")));
+  std::vector<std::string> fired;
+  auto at = [&](std::int64_t n) {
+    return FailpointWrites(inner, n, [&](const std::string& what) { fired.push_back(what); });
+  };
+  {
+    auto kube = at(1);
+    ASSERT_OK(kube.remove(claim_ref));
+  }
+  {
+    auto kube = at(1);
+    Json sts = *inner.get(web);
+    sts["metadata"]["finalizers"] = Json::array({"statefulsets.kubernetes.io/scaledown"});
+    ASSERT_OK(kube.update(Kind::StatefulSet, sts));
+  }
+  {
+    auto kube = at(1);
+    ASSERT_OK(kube.patch(
+        web, PatchType::Merge,
+        Json{{"metadata", {{"annotations", {{"stsresize.dev/phase", "DeletingClaims"}}}}}}));
+  }
+  {
+    auto kube = at(1);
+    ASSERT_OK(kube.update_status(Kind::StatefulSet, *inner.get(web)));
+  }
+  {
+    auto kube = at(1);
+    ASSERT_OK(kube.update_scale(web, 1, ""));
+  }
+  EXPECT_EQ(fired, (std::vector<std::string>{
+                       "after-write:1 delete PersistentVolumeClaim shop/data-web-2",
+                       "after-write:1 update StatefulSet shop/web (phase (none), finalizers "
+                       "statefulsets.kubernetes.io/scaledown)",
+                       "after-write:1 patch StatefulSet shop/web (phase DeletingClaims, finalizers "
+                       "statefulsets.kubernetes.io/scaledown)",
+                       "after-write:1 update status of StatefulSet shop/web (phase DeletingClaims, "
+                       "finalizers statefulsets.kubernetes.io/scaledown)",
+                       "after-write:1 update scale of StatefulSet shop/web"}));
+}
+
+TEST_F(FailpointWritesTest, EventsLeasesAndRefusedWritesAreNoBoundaries) {
+  int fired = 0;
+  FailpointWrites kube(inner, 1, [&](const std::string&) { ++fired; });
+
+  const Json event = {{"apiVersion", "v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"name", "web.1"}, {"namespace", "shop"}}},
+                      {"reason", "DrainStarted"},
+                      {"involvedObject", {{"kind", "StatefulSet"}, {"name", "web"}}}};
+  auto created_event = kube.create(Kind::Event, event);
+  ASSERT_OK(created_event);
+  ASSERT_OK(
+      kube.patch(ObjectRef{Kind::Event, "shop", "web.1"}, PatchType::Merge, Json{{"count", 2}}));
+  ASSERT_OK(kube.remove(ObjectRef{Kind::Event, "shop", "web.1"}));
+  const Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                      {"kind", "Lease"},
+                      {"metadata", {{"name", "stsresize"}, {"namespace", "shop"}}},
+                      {"spec", {{"holderIdentity", "me"}}}};
+  auto created_lease = kube.create(Kind::Lease, lease);
+  ASSERT_OK(created_lease);
+  Json renewed = *created_lease;
+  renewed["spec"]["holderIdentity"] = "me again";
+  ASSERT_OK(kube.update(Kind::Lease, renewed));
+  EXPECT_EQ(fired, 0);
+
+  // Refused: the server changed nothing (AlreadyExists, NotFound, Conflict).
+  Json again = *inner.get(web);
+  again["metadata"].erase("resourceVersion");
+  EXPECT_CODE(kube.create(Kind::StatefulSet, again), KubeErrorCode::AlreadyExists);
+  EXPECT_CODE(kube.remove(ObjectRef{Kind::Pod, "shop", "web-9"}), KubeErrorCode::NotFound);
+  Json stale = *inner.get(web);
+  ASSERT_OK(write_phase(inner, "Draining", "someone else"));
+  EXPECT_CODE(kube.update(Kind::StatefulSet, stale), KubeErrorCode::Conflict);
+  EXPECT_EQ(fired, 0);
+  EXPECT_EQ(kube.boundaries_seen(), 0);
+
+  ASSERT_OK(kube.create(Kind::Pod, pod("web-2")));
   EXPECT_EQ(fired, 1);
 }
 
