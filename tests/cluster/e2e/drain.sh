@@ -37,6 +37,9 @@
 #                          before; then the fault is cleared (the file written), `stsresize
 #                          advance --retry` plans a new drain, which moves web-2's files and
 #                          deletes data-web-2.
+# Every case ends with the controller's /metrics: drains started, ended Completed and Failed, and
+# their ordinals drained and cancelled, as the case implies (failing_cleanup: 2 started, the Failed
+# one's ordinal counted cancelled, the retry's drained); no resize counted.
 #   drain.sh STSRESIZE_BINARY compat|scale_up_during_drain|two_ordinals|failing_cleanup [--stand-in]
 # --stand-in: no controller; the script does stsresize's part itself with kubectl (cleanup pod
 # built from the template as the interface says, created once the replica is gone; pod then claim
@@ -475,10 +478,11 @@ if ((stand_in)); then
   step "no controller: this script plays stsresize's part (--stand-in)"
 else
   step "start the controller"
+  # /metrics on a free port: the drain's figures are checked at the end.
   if [[ $case_name == failing_cleanup ]]; then
-    e2e_start_controller controller.log --drain-restart-limit 1
+    e2e_start_controller controller.log --metrics-bind-address 127.0.0.1:0 --drain-restart-limit 1
   else
-    e2e_start_controller controller.log
+    e2e_start_controller controller.log --metrics-bind-address 127.0.0.1:0
   fi
 fi
 
@@ -685,6 +689,24 @@ case $case_name in
     ok "phases seen: $(grep . "$work/watch-phase" | uniq | paste -sd' ')"
     ;;
 esac
+# What /metrics counted: drains started and ended by outcome, and what became of their ordinals.
+metric() { e2e_metric controller.log "$1"; }
+case $case_name in
+  compat) want=(1 1 0 1 0) ;;
+  two_ordinals) want=(1 1 0 2 0) ;;
+  scale_up_during_drain) want=(1 1 0 0 1) ;;
+  failing_cleanup) want=(2 1 1 1 1) ;; # a Failed drain (its ordinal counted cancelled), its retry
+esac
+got=("$(metric 'stsresize_operations_started_total{kind="drain"}')"
+  "$(metric 'stsresize_operations_ended_total{kind="drain",outcome="completed"}')"
+  "$(metric 'stsresize_operations_ended_total{kind="drain",outcome="failed"}')"
+  "$(metric 'stsresize_drain_ordinals_total{result="drained"}')"
+  "$(metric 'stsresize_drain_ordinals_total{result="cancelled"}')")
+[[ ${got[*]} == "${want[*]}" ]] ||
+  fail "/metrics: drains started, completed, failed, ordinals drained, cancelled: ${got[*]}, not ${want[*]}"
+[[ $(metric 'stsresize_operations_started_total{kind="resize"}') == 0 ]] ||
+  fail "/metrics counts a resize: $(metric 'stsresize_operations_started_total{kind="resize"}')"
+ok "/metrics: drains started, completed, failed, ordinals drained, cancelled: ${got[*]}"
 e2e_stop_controller "$controller_pid"
 assert_drain_events
 e2e_replay "$work/journal.db"

@@ -10,8 +10,11 @@
 #                                    checksums in $work/before-NAME-<i>
 #   e2e_checksums CLAIM              sha256 of every file in the claim's volume (sorted)
 #   e2e_start_controller LOG [ARGS]  `stsresize run` on the namespace with $work/journal.db (unless
-#                                    ARGS gives --journal), metrics off, probes on a free port,
-#                                    poll 1s; its pid in $controller_pid, added to $controllers
+#                                    ARGS gives --journal), metrics off (unless ARGS gives
+#                                    --metrics-bind-address), probes on a free port, poll 1s; its
+#                                    pid in $controller_pid, added to $controllers
+#   e2e_metric LOG SERIES            the value of SERIES (name{labels} as /metrics spells it) on
+#                                    the /metrics of the controller logging to LOG; 0 if absent
 #   e2e_stop_controller PID          SIGTERM; fails unless it exits 0
 #   e2e_wait_phase NAME PATTERN SECS waits until the phase annotation matches PATTERN (glob)
 #   e2e_wait_completed NAME SECS     waits until the operation is over (no phase annotation and
@@ -85,12 +88,25 @@ e2e_start_controller() {
   shift
   local journal=(--journal "$work/journal.db")
   [[ " $* " == *" --journal "* ]] && journal=()
+  local metrics=(--metrics-bind-address 0)
+  [[ " $* " == *" --metrics-bind-address "* ]] && metrics=()
   # shellcheck disable=SC2154 # ns comes from proof/lib.sh
   "$stsresize" run --kubeconfig "$KUBECONFIG" --namespace "$ns" "${journal[@]}" \
-    --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:0" --poll-interval 1s \
+    "${metrics[@]}" --health-probe-bind-address "127.0.0.1:0" --poll-interval 1s \
     --log-format json "$@" >>"$work/$log" 2>&1 &
   controller_pid=$!
   controllers+=("$controller_pid")
+}
+
+e2e_metric() {
+  local address deadline=$((SECONDS + 20))
+  until address=$(jq -r 'select(.msg == "listening" and .for == "metrics-bind-address") | .address' \
+    "$work/$1" 2>/dev/null) && [[ -n $address ]]; do
+    ((SECONDS < deadline)) || fail "$1: /metrics does not listen: $(tail -n 5 "$work/$1")"
+    sleep 0.2
+  done
+  curl -sf "http://$address/metrics" | awk -v want="$2" '$1 == want {print $2; found = 1}
+    END {if (!found) print 0}'
 }
 
 e2e_stop_controller() {
