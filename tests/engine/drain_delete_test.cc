@@ -438,5 +438,78 @@ TEST(DrainDelete, ACrashAfterAnySideEffectConverges) {
   }
 }
 
+// kill -9 after every mutating call from an orphan delete that comes while the cleanup of web-2
+// runs (the cleanup pod's delete, the annotation writes, the finalizer's removal), with the
+// journal kept and lost: the next process lets the delete through too; no claim is ever deleted
+// (no cleanup Succeeded), the cleanup pod is gone and the replicas keep running.
+TEST(DrainDelete, ACrashAfterAnySideEffectOfAnOrphanDeleteWhileADrainRunsConverges) {
+  // The world with the cleanup of web-2 running (and never ending by itself), orphan-deleted.
+  const auto orphan_deleted_while_draining = [](DeleteWorld& w, MemoryJournal& journal) {
+    Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+    w.run_to_idle(reconciler);
+    w.cleanup_exit = std::nullopt;
+    w.world.kube.mutate_raw(w.world.sts(), [](Json& live) { live["spec"]["replicas"] = 2; });
+    w.world.settle(3);
+    reconcile_until(reconciler, w.world,
+                    {"the cleanup pod running",
+                     [&](const ReconcileResult&) {
+                       auto pod = w.world.kube.get_raw({Kind::Pod, kNs, "web-2"});
+                       return pod && (*pod)["status"].value("phase", "") == "Running";
+                     }},
+                    {.limit = 50});
+    w.remove(Propagation::Orphan);
+  };
+  int total = 0;
+  {
+    DeleteWorld w;
+    MemoryJournal journal;
+    orphan_deleted_while_draining(w, journal);
+    const int before = w.world.kube.mutations();
+    Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+    w.run_to_idle(reconciler);
+    total = w.world.kube.mutations() - before;
+    ASSERT_FALSE(w.exists(w.world.sts()));
+  }
+  ASSERT_GT(total, 3);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      DeleteWorld w;
+      MemoryJournal first_journal;
+      orphan_deleted_while_draining(w, first_journal);
+      const int start = w.world.kube.mutations();
+      w.world.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{w.world.kube, first_journal, w.world.clock, w.world.events};
+        reconcile_until(reconciler, w.world,
+                        {"a crash",
+                         [&](const ReconcileResult& r) {
+                           return w.world.kube.mutations() - start >= k ||
+                                  r.is(ReconcileResult::Kind::Idle);
+                         }},
+                        {.limit = 400,
+                         .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+                         .terminal_fails = false});
+      }
+      w.world.kube.set_mutation_budget(std::nullopt);
+      MemoryJournal lost;
+      MemoryJournal& second = keep_journal ? first_journal : lost;
+      {
+        Reconciler reconciler{w.world.kube, second, w.world.clock, w.world.events};
+        w.run_to_idle(reconciler);
+      }
+      EXPECT_FALSE(w.exists(w.world.sts()));
+      EXPECT_TRUE(w.cleaned.empty());
+      w.expect_claims_intact();
+      EXPECT_FALSE(w.exists({Kind::Pod, kNs, "web-2"}));
+      for (const char* pod : {"web-0", "web-1"}) {
+        EXPECT_TRUE(w.exists({Kind::Pod, kNs, pod})) << pod;
+      }
+      if (keep_journal) expect_journal_consistent(first_journal);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stsresize
