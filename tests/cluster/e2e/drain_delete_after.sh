@@ -9,7 +9,8 @@
 #   2. scale 3 -> 2 again and wait: data-web-2 is still there (not being deleted) 14 s after the
 #      StatefulSet controller observed the scale-down (observedGeneration, status.replicas 2: the
 #      moment the drain may begin), its delete is requested no sooner than 20 s after that
-#      moment (the claim's deletionTimestamp, whole seconds) and it is gone within 30 s more;
+#      moment (the claim's deletionTimestamp, whole seconds, against the scale request, which
+#      comes before the observation) and it is gone within 30 s more;
 #      its volume follows its reclaim policy (sim-fixed: Delete, the PV and its directory gone);
 #      data-web-0/1 keep their uids and every file's sha256; Events on the StatefulSet for the
 #      claim's delete (naming the policy) and last-operation Completed; `stsresize status`
@@ -36,11 +37,15 @@ events() {
     -o jsonpath='{range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}'
 }
 
-# scale_down_observed_at: scales web to 2 and sets t0 to the moment (a `now`) the StatefulSet
-# controller had observed it, as the drain reads it (observedGeneration at least the generation,
-# status.replicas at most 2).
+# scale_down_observed_at: scales web to 2; sets t_scale to the moment (a `now`) before the
+# request and t0 to the first poll that saw the StatefulSet controller had observed it, as the
+# drain reads it (observedGeneration at least the generation, status.replicas at most 2). The
+# observation lies between the two: t0 bounds "still there before the delay" from above, t_scale
+# bounds "deleted after the delay" from below (the controller may begin Draining before the poll
+# sees the observation).
 scale_down_observed_at() {
   local generation deadline=$((SECONDS + 60))
+  t_scale=$(now)
   k scale statefulset web --replicas=2 >/dev/null
   generation=$(jp statefulset/web '{.metadata.generation}')
   until (($(jp statefulset/web '{.status.observedGeneration}') >= generation &&
@@ -114,7 +119,7 @@ ok "$((delay + 3))s later: still every claim the same uid, none being deleted"
 
 step "2. scale 3 -> 2 and wait: data-web-2 deleted only once ${delay}s have passed"
 scale_down_observed_at
-t0_whole=${t0%.*}
+t_scale_whole=${t_scale%.*}
 e2e_wait_phase web Draining 30
 "$stsresize" status --kubeconfig "$KUBECONFIG" --namespace "$ns" -o wide >"$work/status-2" 2>&1 ||
   fail "stsresize status exited $?: $(cat "$work/status-2")"
@@ -142,10 +147,11 @@ until deleted_at=$(jq -r -s '[.[] | select(.type == "DELETED" and .object.metada
   sleep 0.5
 done
 deleted_s=$(date -d "$deleted_at" +%s)
-# t0 rounded down too: a delete requested at t0 + delay or later has a stamp >= t0_whole + delay.
-((deleted_s >= t0_whole + delay)) ||
-  fail "data-web-2's delete was requested at $deleted_at, $((deleted_s - t0_whole))s after the scale-down was observed: before the ${delay}s"
-ok "data-web-2 deleted at $deleted_at ($((deleted_s - t0_whole))s after the scale-down was observed, whole seconds), gone after ${gone_after}s"
+# t_scale rounded down too: a delete requested at t_scale + delay or later (the observation
+# comes after the request) has a stamp >= t_scale_whole + delay.
+((deleted_s >= t_scale_whole + delay)) ||
+  fail "data-web-2's delete was requested at $deleted_at, $((deleted_s - t_scale_whole))s after the scale-down: before the ${delay}s"
+ok "data-web-2 deleted at $deleted_at ($((deleted_s - t_scale_whole))s after the scale-down request, whole seconds), gone ${gone_after}s after the observation was seen"
 
 if [[ $reclaim == Delete ]]; then
   deadline=$((SECONDS + 60))
