@@ -54,18 +54,23 @@ StepOutcome delete_drained_step(StepContext& ctx) {
       if (!same || being_deleted(**claim)) {
         return record_and_continue(ctx, entries::DrainedClaimDeleted{c.claim});
       }
+      // A drain by claim policy ran no cleanup pod: the Event says why the claim went.
+      const bool by_policy = ctx.op.delete_after > Duration{0};
       if (auto deleted = delete_intended(
               ctx, claim_ref(ctx.op, c.claim), c.uid, Propagation::Background,
-              ctx.op.delete_after > Duration{0}
-                  ? "ordinal " + std::to_string(d.ordinal) + " gone for " +
-                        format_duration(ctx.op.delete_after) + " (" +
-                        std::string{kScaledownClaimsAnnotation} + ")"
-                  : "drained by cleanup pod of ordinal " + std::to_string(d.ordinal));
+              by_policy ? "ordinal " + std::to_string(d.ordinal) + " gone for " +
+                              format_duration(ctx.op.delete_after) + " (" +
+                              std::string{kScaledownClaimsAnnotation} + ")"
+                        : "drained by cleanup pod of ordinal " + std::to_string(d.ordinal));
           !deleted) {
         return deleted.error();
       }
-      drain::tell_deleted(ctx, "claim " + c.claim + " deleted: drained by cleanup pod " +
-                                   drain::pod_name(ctx.op, d.ordinal));
+      drain::tell_deleted(
+          ctx, "claim " + c.claim + " deleted: " +
+                   (by_policy ? "ordinal " + std::to_string(d.ordinal) + " gone for " +
+                                    format_duration(ctx.op.delete_after) + " (" +
+                                    std::string{kScaledownClaimsAnnotation} + "), no cleanup pod"
+                              : "drained by cleanup pod " + drain::pod_name(ctx.op, d.ordinal)));
       return StepOutcome::waiting(Duration{0});
     }
   }

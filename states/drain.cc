@@ -22,27 +22,46 @@ ObjectRef pod_ref(const Operation& op, int ordinal) {
   return {Kind::Pod, op.ns, drain::pod_name(op, ordinal)};
 }
 
-// An ordinal that is a replica again: its cleanup pod (if ours) deleted, then the cancellation
-// recorded. The StatefulSet controller creates the replica's pod once the name is free.
-StepOutcome cancel(StepContext& ctx, const OrdinalDrain& d, const Json* pod) {
+// Why an ordinal is not drained after all: a scale back up over it, or an orphan delete of the
+// StatefulSet.
+enum class CancelCause { ScaledBackUp, OrphanDelete };
+
+// An ordinal that is a replica again, or whose StatefulSet is orphan-deleted: its cleanup pod (if
+// ours) deleted, then the cancellation recorded, its claims kept. The StatefulSet controller
+// creates the replica's pod once the name is free; a StatefulSet applied again after an orphan
+// delete plans a new drain of what it left.
+// deletion_why: the signal of the orphan delete (engine/statefulset_deletion.h).
+StepOutcome cancel(StepContext& ctx, const OrdinalDrain& d, const Json* pod, CancelCause cause,
+                   const std::string& deletion_why = {}) {
+  const std::string ordinal = std::to_string(d.ordinal);
   if (pod != nullptr && is_cleanup_pod(*pod, ctx.op.statefulset)) {
     if (being_deleted(*pod)) return StepOutcome::waiting(ctx.settings.poll_interval);
-    if (auto deleted = delete_intended(ctx, pod_ref(ctx.op, d.ordinal), k8s::uid(*pod).value_or(""),
-                                       Propagation::Background,
-                                       "cancelled: the StatefulSet scaled back up over it");
+    if (auto deleted = delete_intended(
+            ctx, pod_ref(ctx.op, d.ordinal), k8s::uid(*pod).value_or(""), Propagation::Background,
+            cause == CancelCause::ScaledBackUp
+                ? "cancelled: the StatefulSet scaled back up over it"
+                : "cancelled: the StatefulSet is orphan-deleted, not scaled down");
         !deleted) {
       return deleted.error();
     }
-    drain::tell_deleted(ctx, "cleanup pod " + drain::pod_name(ctx.op, d.ordinal) +
-                                 " deleted: the StatefulSet scaled back up over ordinal " +
-                                 std::to_string(d.ordinal));
+    drain::tell_deleted(ctx, "cleanup pod " + drain::pod_name(ctx.op, d.ordinal) + " deleted: " +
+                                 (cause == CancelCause::ScaledBackUp
+                                      ? "the StatefulSet scaled back up over ordinal " + ordinal
+                                      : "the StatefulSet is orphan-deleted (its replicas kept): "
+                                        "not a scale-down"));
     return StepOutcome::waiting(Duration{0});
   }
-  auto replicas = k8s::spec_replicas(ctx.statefulset);
-  const std::string why = "scaled back up to " + std::to_string(replicas.value_or(0)) +
-                          " replicas: the replica returns with its claims";
+  std::string why;
+  if (cause == CancelCause::ScaledBackUp) {
+    auto replicas = k8s::spec_replicas(ctx.statefulset);
+    why = "scaled back up to " + std::to_string(replicas.value_or(0)) +
+          " replicas: the replica returns with its claims";
+  } else {
+    why = "the StatefulSet is orphan-deleted (" + deletion_why +
+          "): claims kept, drained anew if it is applied again without this ordinal";
+  }
   return drain::record_and_tell(ctx, entries::DrainCancelled{d.ordinal, why}, "DrainCancelled",
-                                "ordinal " + std::to_string(d.ordinal) + " not drained, " + why);
+                                "ordinal " + ordinal + " not drained, " + why);
 }
 
 // The pod names the StatefulSet (by uid) as its owner.
@@ -68,7 +87,7 @@ StepOutcome policy_drain_step(StepContext& ctx, std::span<const Json> all) {
     const Json* pod = drain::find_pod(all, drain::pod_name(ctx.op, d.ordinal));
     auto replica = drain::is_replica(ctx.statefulset, d.ordinal);
     if (!replica) return malformed(replica.error());
-    if (*replica) return cancel(ctx, d, pod);
+    if (*replica) return cancel(ctx, d, pod, CancelCause::ScaledBackUp);
     if (now < deadline) {
       delayed = true;
       continue;
@@ -117,24 +136,31 @@ StepOutcome drain_step(StepContext& ctx) {
       ctx.statefulset.value("spec", Json::object())
           .value("podManagementPolicy", std::string{"OrderedReady"}) == "OrderedReady";
   const int limit = ordered ? 1 : ctx.settings.max_parallel_drains;
+  // An orphan delete (kubectl delete --cascade=orphan; a tool that re-creates the StatefulSet to
+  // change a field it cannot update) is not a scale-down, and the finalizer must not hold it for
+  // as long as a cleanup may run: every ordinal not drained yet is cancelled as on a scale back
+  // up, then the finalizer lets the delete through (states/drain_finalizer.cc). An ordinal whose
+  // cleanup Succeeded already is past this step: its claims are deleted, as it asked.
+  const Deletion deletion = read_deletion(ctx.statefulset, all);
+  const bool orphaned = deletion.reading == DeletionReading::Orphan;
   bool waiting = false;
   for (const OrdinalDrain* d : order) {
     if (d->ended()) continue;
     const Json* pod = drain::find_pod(all, drain::pod_name(ctx.op, d->ordinal));
+    if (orphaned) return cancel(ctx, *d, pod, CancelCause::OrphanDelete, deletion.why);
     auto replica = drain::is_replica(ctx.statefulset, d->ordinal);
     if (!replica) return malformed(replica.error());
-    if (*replica) return cancel(ctx, *d, pod);
+    if (*replica) return cancel(ctx, *d, pod, CancelCause::ScaledBackUp);
 
     const bool cleanup = pod != nullptr && is_cleanup_pod(*pod, ctx.op.statefulset);
     if (pod != nullptr && !cleanup && !being_deleted(*pod) && owned_by_set(ctx, *pod) &&
-        read_deletion(ctx.statefulset, all).reading == DeletionReading::Cascade) {
+        deletion.reading == DeletionReading::Cascade) {
       // The StatefulSet is being deleted with its pods, but the garbage collector leaves them
       // while our finalizer holds the owner (Background): the replica goes first, as the delete
       // asked, so that its claims are free for the cleanup pod.
-      if (auto deleted = delete_intended(
-              ctx, pod_ref(ctx.op, d->ordinal), k8s::uid(*pod).value_or(""),
-              Propagation::Background,
-              "the StatefulSet is being deleted: " + read_deletion(ctx.statefulset, all).why);
+      if (auto deleted = delete_intended(ctx, pod_ref(ctx.op, d->ordinal),
+                                         k8s::uid(*pod).value_or(""), Propagation::Background,
+                                         "the StatefulSet is being deleted: " + deletion.why);
           !deleted) {
         return deleted.error();
       }

@@ -270,14 +270,18 @@ TEST(DrainDelete, ADeleteAtZeroReplicasThatCannotBeToldFromAnOrphanDeleteDrainsN
   }
 }
 
-// A scale-down drain runs when the set is orphan-deleted: that drain (of the ordinal the
-// scale-down left) ends, the replicas' pods and claims are left alone, then the delete goes on.
-TEST(DrainDelete, AnOrphanDeleteWhileADrainRunsDrainsNoReplica) {
+// A scale-down drain runs when the set is orphan-deleted (kubectl delete --cascade=orphan, a
+// GitOps tool re-creating it): the finalizer does not hold the delete for as long as the cleanup
+// may run (here: for ever). The drain is cancelled as on a scale back up (its cleanup pod
+// deleted, every claim kept with its data), the delete goes through, the replicas keep running.
+// The StatefulSet applied again (2 replicas) drains ordinal 2 anew: its claims are deleted only
+// after that new cleanup Succeeded.
+TEST(DrainDelete, AnOrphanDeleteWhileADrainRunsIsNotHeldByTheCleanupAndDrainsNoReplica) {
   DeleteWorld w;
   MemoryJournal journal;
   Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
   w.run_to_idle(reconciler);
-  w.cleanup_exit = std::nullopt;
+  w.cleanup_exit = std::nullopt;  // the cleanup of web-2 never ends by itself
   w.world.kube.mutate_raw(w.world.sts(), [](Json& live) { live["spec"]["replicas"] = 2; });
   w.world.settle(3);
   reconcile_until(reconciler, w.world,
@@ -287,17 +291,40 @@ TEST(DrainDelete, AnOrphanDeleteWhileADrainRunsDrainsNoReplica) {
                      return pod && (*pod)["status"].value("phase", "") == "Running";
                    }},
                   {.limit = 50});
+  Json applied = w.world.live_sts();  // what a GitOps tool applies again
   w.remove(Propagation::Orphan);
+  w.run_to_idle(reconciler);
+  EXPECT_FALSE(w.exists(w.world.sts())) << "the orphan delete is held by the running cleanup";
+  EXPECT_TRUE(w.cleaned.empty());
+  w.expect_claims_intact();  // data-web-2 and logs-web-2 too: their cleanup never Succeeded
+  EXPECT_FALSE(w.exists({Kind::Pod, kNs, "web-2"})) << "the cleanup pod is left";
+  for (const char* pod : {"web-0", "web-1"}) EXPECT_TRUE(w.exists({Kind::Pod, kNs, pod})) << pod;
+  EXPECT_TRUE(w.world.events.contains("DrainCancelled"));
+  EXPECT_TRUE(w.world.events.contains("OrphanDeleteNotDrained"));
+  EXPECT_EQ(operation_count(journal), 1u);
+
+  // Applied again as it was, 2 replicas: ordinal 2 is drained by a new cleanup pod.
+  Json& meta = applied["metadata"];
+  for (const char* field : {"uid", "resourceVersion", "generation", "creationTimestamp",
+                            "deletionTimestamp", "finalizers", "managedFields"}) {
+    meta.erase(field);
+  }
+  for (const char* key : {"stsresize.dev/phase", "stsresize.dev/state"}) {
+    meta["annotations"].erase(key);
+  }
+  applied.erase("status");
+  ASSERT_TRUE(w.world.kube.system().create(Kind::StatefulSet, applied));
+  w.world.settle(3);
   w.cleanup_exit = 0;
   w.run_to_idle(reconciler);
-  EXPECT_FALSE(w.exists(w.world.sts()));
   EXPECT_EQ(w.cleaned, (std::set<std::string>{"web-2"}));
+  for (const char* name : {"data-web-2", "logs-web-2"}) EXPECT_FALSE(w.claim_exists(name)) << name;
   for (const char* name : {"data-web-0", "logs-web-0", "data-web-1", "logs-web-1"}) {
     ASSERT_TRUE(w.claim_exists(name)) << name;
     EXPECT_EQ(w.world.cluster.volume_files(w.world.claim(name)), w.world.original_files.at(name));
   }
-  for (const char* pod : {"web-0", "web-1"}) EXPECT_TRUE(w.exists({Kind::Pod, kNs, pod})) << pod;
-  EXPECT_EQ(operation_count(journal), 1u);
+  EXPECT_FALSE(w.exists({Kind::Pod, kNs, "web-2"}));
+  EXPECT_EQ(operation_count(journal), 2u);
   expect_journal_consistent(journal);
 }
 
@@ -406,6 +433,79 @@ TEST(DrainDelete, ACrashAfterAnySideEffectConverges) {
       }
       EXPECT_FALSE(w.exists(w.world.sts()));
       w.expect_everything_drained();
+      if (keep_journal) expect_journal_consistent(first_journal);
+    }
+  }
+}
+
+// kill -9 after every mutating call from an orphan delete that comes while the cleanup of web-2
+// runs (the cleanup pod's delete, the annotation writes, the finalizer's removal), with the
+// journal kept and lost: the next process lets the delete through too; no claim is ever deleted
+// (no cleanup Succeeded), the cleanup pod is gone and the replicas keep running.
+TEST(DrainDelete, ACrashAfterAnySideEffectOfAnOrphanDeleteWhileADrainRunsConverges) {
+  // The world with the cleanup of web-2 running (and never ending by itself), orphan-deleted.
+  const auto orphan_deleted_while_draining = [](DeleteWorld& w, MemoryJournal& journal) {
+    Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+    w.run_to_idle(reconciler);
+    w.cleanup_exit = std::nullopt;
+    w.world.kube.mutate_raw(w.world.sts(), [](Json& live) { live["spec"]["replicas"] = 2; });
+    w.world.settle(3);
+    reconcile_until(reconciler, w.world,
+                    {"the cleanup pod running",
+                     [&](const ReconcileResult&) {
+                       auto pod = w.world.kube.get_raw({Kind::Pod, kNs, "web-2"});
+                       return pod && (*pod)["status"].value("phase", "") == "Running";
+                     }},
+                    {.limit = 50});
+    w.remove(Propagation::Orphan);
+  };
+  int total = 0;
+  {
+    DeleteWorld w;
+    MemoryJournal journal;
+    orphan_deleted_while_draining(w, journal);
+    const int before = w.world.kube.mutations();
+    Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+    w.run_to_idle(reconciler);
+    total = w.world.kube.mutations() - before;
+    ASSERT_FALSE(w.exists(w.world.sts()));
+  }
+  ASSERT_GT(total, 3);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      DeleteWorld w;
+      MemoryJournal first_journal;
+      orphan_deleted_while_draining(w, first_journal);
+      const int start = w.world.kube.mutations();
+      w.world.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{w.world.kube, first_journal, w.world.clock, w.world.events};
+        reconcile_until(reconciler, w.world,
+                        {"a crash",
+                         [&](const ReconcileResult& r) {
+                           return w.world.kube.mutations() - start >= k ||
+                                  r.is(ReconcileResult::Kind::Idle);
+                         }},
+                        {.limit = 400,
+                         .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+                         .terminal_fails = false});
+      }
+      w.world.kube.set_mutation_budget(std::nullopt);
+      MemoryJournal lost;
+      MemoryJournal& second = keep_journal ? first_journal : lost;
+      {
+        Reconciler reconciler{w.world.kube, second, w.world.clock, w.world.events};
+        w.run_to_idle(reconciler);
+      }
+      EXPECT_FALSE(w.exists(w.world.sts()));
+      EXPECT_TRUE(w.cleaned.empty());
+      w.expect_claims_intact();
+      EXPECT_FALSE(w.exists({Kind::Pod, kNs, "web-2"}));
+      for (const char* pod : {"web-0", "web-1"}) {
+        EXPECT_TRUE(w.exists({Kind::Pod, kNs, pod})) << pod;
+      }
       if (keep_journal) expect_journal_consistent(first_journal);
     }
   }

@@ -162,6 +162,18 @@ TEST_F(DrainPolicy, DeleteAfterDeletesTheClaimsOnlyOnceTheOrdinalWasGoneThatLong
   EXPECT_EQ(std::ranges::count(types, "CleanupPodCreated"), 0);
   EXPECT_EQ(std::ranges::count(types, "CleanupSucceeded"), 1);
   EXPECT_EQ(std::ranges::count(types, "DrainedClaimDeleted"), 2);
+  // Each claim's delete is an Event naming the policy, not a cleanup pod that never ran.
+  const auto deletes = world.events.with_reason("SuccessfulDelete");
+  std::size_t claim_deletes = 0;
+  for (const auto& event : deletes) {
+    if (event.message.find("claim ") == std::string::npos) continue;
+    ++claim_deletes;
+    EXPECT_NE(event.message.find("gone for 10m (" + std::string{kScaledownClaimsAnnotation} + ")"),
+              std::string::npos)
+        << event.message;
+    EXPECT_EQ(event.message.find("cleanup pod web-2"), std::string::npos) << event.message;
+  }
+  EXPECT_EQ(claim_deletes, 2u);
   expect_journal_consistent();
 }
 
