@@ -92,6 +92,12 @@ Json with_operation(Json statefulset, const Operation& operation) {
               {"outcome", to_string(operation.phase)},
               {"finished", format_timestamp(operation.phase_since)}};
     if (operation.kind != OperationKind::Resize) last["kind"] = to_string(operation.kind);
+    if (operation.kind == OperationKind::Drain) {
+      // Completed says the drain ended, not that it drained: a scale back up cancels ordinals.
+      const DrainResult result = drain_result(operation);
+      last["drained"] = result.drained;
+      last["cancelled"] = result.cancelled;
+    }
     annotations[std::string{kLastOperationAnnotation}] = last.dump();
     return statefulset;
   }

@@ -239,6 +239,31 @@ ClaimPlan* Operation::find_claim(std::string_view claim) {
   return nullptr;
 }
 
+DrainResult drain_result(const Operation& op) {
+  DrainResult result;
+  for (const OrdinalDrain& d : op.drains) {
+    (d.cancelled.empty() && d.succeeded ? result.drained : result.cancelled).push_back(d.ordinal);
+  }
+  return result;
+}
+
+std::string to_string(const DrainResult& result) {
+  const auto ordinals = [](const std::vector<int>& list) {
+    std::string text = list.size() == 1 ? "ordinal " : "ordinals ";
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      text += (i == 0 ? "" : ", ") + std::to_string(list[i]);
+    }
+    return text;
+  };
+  std::string text;
+  if (!result.drained.empty()) text = "drained: " + ordinals(result.drained);
+  if (!result.cancelled.empty()) {
+    text += (text.empty() ? "" : "; ") + std::string{"cancelled: "} + ordinals(result.cancelled) +
+            " (its claims kept)";
+  }
+  return text;
+}
+
 bool same_state(const Operation& a, const Operation& b) {
   Operation left = a;
   left.last_sequence = b.last_sequence;

@@ -235,6 +235,18 @@ std::string unwritten_state(const Operation& op);
 // Same state, whatever journal sequence each copy was last written at.
 bool same_state(const Operation& a, const Operation& b);
 
+// What a drain did with its ordinals, in plan order: drained (its cleanup Succeeded, or its
+// delay passed, and its claims deleted or being deleted) or cancelled (a replica again, or the
+// drain stopped: its claims kept). A drain that Completed may have drained none.
+struct DrainResult {
+  std::vector<int> drained;
+  std::vector<int> cancelled;
+  friend bool operator==(const DrainResult&, const DrainResult&) = default;
+};
+DrainResult drain_result(const Operation& op);
+// "drained: ordinals 2, 1; cancelled: ordinal 3 (its claims kept)"; empty when neither.
+std::string to_string(const DrainResult& result);
+
 // "<sts>-<short hash of ns/sts/uid/start time>", a valid bounded name.
 std::string make_operation_id(std::string_view ns, std::string_view sts, std::string_view sts_uid,
                               TimePoint started);

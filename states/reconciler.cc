@@ -35,27 +35,6 @@ std::string_view to_string(ReconcileResult::Kind kind) {
 
 namespace {
 
-// "; drained: ordinals 2, 1" and "; cancelled: ordinal 3 (its claims kept)": a drain that
-// Completed may have drained nothing (every ordinal scaled back up), and its Event must say so.
-std::string drain_outcome(const Operation& op) {
-  std::vector<int> drained;
-  std::vector<int> cancelled;
-  for (const OrdinalDrain& d : op.drains) {
-    (d.cancelled.empty() && d.succeeded ? drained : cancelled).push_back(d.ordinal);
-  }
-  const auto ordinals = [](const std::vector<int>& list) {
-    std::string text = list.size() == 1 ? "ordinal " : "ordinals ";
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      text += (i == 0 ? "" : ", ") + std::to_string(list[i]);
-    }
-    return text;
-  };
-  std::string text;
-  if (!drained.empty()) text += "; drained: " + ordinals(drained);
-  if (!cancelled.empty()) text += "; cancelled: " + ordinals(cancelled) + " (its claims kept)";
-  return text;
-}
-
 // Writes of the state annotation, the first included, while each fails with Conflict.
 constexpr int kAnnotationWriteAttempts = 5;
 
@@ -354,13 +333,13 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
         EventSeverity::Warning, kind_reason("Failed"),
         "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
   } else {
-    emit_event(
-        EventSeverity::Normal,
-        *next == Phase::Completed ? kind_reason("Completed") : std::string{"PhaseChanged"},
-        "operation " + op_.id + ": " + transition +
-            (approved_by.empty() ? "" : " (approved by " + approved_by + ")") +
-            (*next == Phase::Completed && op_.kind == OperationKind::Drain ? drain_outcome(op_)
-                                                                           : ""));
+    emit_event(EventSeverity::Normal,
+               *next == Phase::Completed ? kind_reason("Completed") : std::string{"PhaseChanged"},
+               "operation " + op_.id + ": " + transition +
+                   (approved_by.empty() ? "" : " (approved by " + approved_by + ")") +
+                   (*next == Phase::Completed && op_.kind == OperationKind::Drain
+                        ? "; " + to_string(drain_result(op_))
+                        : ""));
   }
   return {};
 }

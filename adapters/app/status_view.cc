@@ -222,6 +222,21 @@ void fill_from_operation(StatusRow& row, const Operation& op) {
   row.operation = op;
 }
 
+// The last drain's ordinals as its last-operation records them ("drained", "cancelled"): empty
+// for a resize, or a last-operation written before they were recorded.
+std::string last_drain_result(const Json& summary) {
+  DrainResult result;
+  for (auto [key, list] :
+       {std::pair{"drained", &result.drained}, std::pair{"cancelled", &result.cancelled}}) {
+    const Json& ordinals = summary.value(key, Json::array());
+    if (!ordinals.is_array()) continue;
+    for (const Json& ordinal : ordinals) {
+      if (ordinal.is_number_integer()) list->push_back(ordinal.get<int>());
+    }
+  }
+  return to_string(result);
+}
+
 }  // namespace
 
 std::string_view to_string(StatusKind kind) {
@@ -282,6 +297,7 @@ std::optional<StatusRow> status_row(const Json& statefulset, std::span<const Jso
       row.operation_id = string_at(summary, {"id"});
       row.phase = or_dash(string_at(summary, {"outcome"}));
       row.since = time_at(summary, {"finished"});
+      row.message = last_drain_result(summary);
     } else {
       row.phase = "Completed";
       row.message = "annotation " + std::string{kLastOperationAnnotation} + " is not JSON: " + last;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "adapters/app/status_view.h"
 #include "engine/fold.h"
 #include "engine/vocabulary.h"
 #include "states/machine.h"
@@ -144,6 +145,9 @@ TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsCl
   ASSERT_EQ(world.events.with_reason("DrainCompleted").size(), 1u);
   EXPECT_NE(world.events.with_reason("DrainCompleted")[0].message.find("; drained: ordinal 2"),
             std::string::npos);
+  auto row = cli::status_row(sts, {}, {});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->message, "drained: ordinal 2");
   // Each step on the StatefulSet, as `kubectl describe sts` shows them; deletes under the old
   // controller's reason.
   EXPECT_EQ(world.events.with_reason("CleanupPodRunning").size(), 1u);
@@ -272,6 +276,16 @@ TEST_F(Drain, AScaleBackUpWhileTheCleanupRunsCancelsItKeepingTheClaimAndItsData)
             std::string::npos)
       << completed[0].message;
   EXPECT_EQ(completed[0].message.find("drained:"), std::string::npos) << completed[0].message;
+  // So do last-operation and `stsresize status`.
+  const Json sts = world.live_sts();
+  const Json last = Json::parse(
+      sts["metadata"]["annotations"][std::string{kLastOperationAnnotation}].get<std::string>());
+  EXPECT_EQ(last["outcome"], "Completed");
+  EXPECT_EQ(last["drained"], Json::array());
+  EXPECT_EQ(last["cancelled"], Json::array({2}));
+  auto row = cli::status_row(sts, {}, {});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->message, "cancelled: ordinal 2 (its claims kept)");
   expect_journal_consistent();
 }
 
