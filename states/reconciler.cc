@@ -172,6 +172,7 @@ ReconcileResult Reconciler::Session::run() {
     if (auto refused = refuse_over_unfinished_backups()) return *refused;
     if (auto refused = settle_original_replicas_mark()) return *refused;
     if (auto drained = start_drain()) return *drained;
+    if (auto waiting = wait_for_drain()) return *waiting;
     if (auto request = resize_request_of(sts_)) return start_requested(*request);
     return start();
   }
