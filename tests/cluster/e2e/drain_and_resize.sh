@@ -352,10 +352,10 @@ case $case_name in
     e2e_start_controller controller.log
     deadline=$((SECONDS + 300))
     approved=''
-    until [[ $(annotation awaiting-approval) == "Recreating -> Restoring" ]]; do
-      ((SECONDS > deadline)) && fail "no wait at Recreating -> Restoring (phase '$(annotation phase)', awaiting '$(annotation awaiting-approval)')"
+    # One read per turn: the transition read is the one approved, never the one to stop at.
+    while awaiting=$(annotation awaiting-approval) && [[ $awaiting != "Recreating -> Restoring" ]]; do
+      ((SECONDS > deadline)) && fail "no wait at Recreating -> Restoring (phase '$(annotation phase)', awaiting '$awaiting')"
       _e2e_any_controller_alive || fail "the controller exited: $(tail -n 20 "$work/controller.log")"
-      awaiting=$(annotation awaiting-approval)
       if [[ -n $awaiting && "$(operation) $awaiting" != "$approved" ]]; then
         out=$(advance --approve --as e2e-operator 2>&1) || fail "advance --approve ($awaiting) exited $?: $out"
         approved="$(operation) $awaiting"
