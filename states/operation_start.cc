@@ -26,6 +26,7 @@ ReconcileResult Reconciler::Session::start() {
     return terminal(plan.error());
   }
   if (!plan->has_value()) return idle();
+  if (auto waiting = wait_for_drain()) return *waiting;
   if (auto begun = begin((*plan)->trigger, {entries::PhaseChanged{Phase::Pending, Phase::Planning,
                                                                   Trigger::StartPlanning}});
       !begun) {

@@ -96,10 +96,11 @@ class Reconciler::Session final : public StepJournal {
   std::optional<ReconcileResult> start_drain();
   // No drain could begin (start_drain), yet a scale-down left claims that one will take once it
   // may: the StatefulSet controller has not observed the scale-down, the replica's pod still
-  // stops, a pod still uses a claim. A resize (request or templates) waits for that drain rather
-  // than copy those claims and go first: requeued after the poll interval, and a request says
-  // so, once, in stsresize.dev/resize-status ("queued: ... the drain of ordinal 2 ...") with a
-  // Normal Event ResizeRequestQueued. nullopt: no drain is coming.
+  // stops, a pod still uses a claim. A resize about to begin (a request, or templates larger
+  // than the claims) waits for that drain rather than copy those claims and go first: requeued
+  // after the poll interval, and a request says so, once, in stsresize.dev/resize-status
+  // ("queued: ... the drain of ordinal 2 ...") with a Normal Event ResizeRequestQueued. Asked
+  // only when a resize would begin: with none wanted, nothing polls. nullopt: no drain is coming.
   std::optional<ReconcileResult> wait_for_drain();
   // The drain's finalizer (kScaledownFinalizer, the StatefulSet Scale-Down Controller's, taken
   // over where it is) before anything else (states/drain_finalizer.cc). Not being deleted: added

@@ -425,6 +425,55 @@ TEST_F(Drain, AResizeRequestedWhileTheScaleDownIsNotObservedWaitsForTheDrain) {
   expect_journal_consistent();
 }
 
+// The same with the templates raised instead of a request; and with no resize wanted, a
+// scale-down still under way leaves the controller idle (woken by the StatefulSet's changes),
+// not polling.
+TEST_F(Drain, TemplatesRaisedWhileTheScaleDownIsNotObservedWaitForTheDrainAndNothingElsePolls) {
+  const auto scale_down_unobserved = [&] {
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["spec"]["replicas"] = 2;
+      live["metadata"]["generation"] = live["metadata"].value("generation", 1) + 1;
+    });
+  };
+  scale_down_unobserved();
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  const ReconcileResult nothing_wanted = reconciler.reconcile(kNs, kSts);
+  EXPECT_TRUE(nothing_wanted.is(ReconcileResult::Kind::Idle)) << nothing_wanted.message;
+
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    for (Json& tmpl : live["spec"]["volumeClaimTemplates"]) {
+      tmpl["spec"]["resources"]["requests"]["storage"] = "2Gi";
+    }
+  });
+  const ReconcileResult first = reconciler.reconcile(kNs, kSts);
+  EXPECT_TRUE(first.is(ReconcileResult::Kind::RequeueAfter)) << first.message;
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  EXPECT_TRUE(operations->empty()) << "an operation began before the scale-down was observed";
+  world.settle(3);
+  run_to_idle(reconciler);  // the drain
+  run_to_idle(reconciler);  // then the resize
+  EXPECT_FALSE(claim_exists("data-web-2"));
+  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  operations = journal.operations();
+  ASSERT_TRUE(operations);
+  ASSERT_EQ(operations->size(), 2u);
+  auto drain = journal.read(operations->at(0).operation_id);
+  auto resize = journal.read(operations->at(1).operation_id);
+  ASSERT_TRUE(drain && resize);
+  EXPECT_EQ(drain->at(1).type, "DrainPlanned");
+  EXPECT_EQ(resize->back().type, "OperationFinished");
+  for (const JournalRecord& record : *resize) {
+    EXPECT_EQ(record.data.dump().find("data-web-2"), std::string::npos)
+        << record.type << record.data.dump();
+  }
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = naming::claim_name("data", kSts, i);
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+  }
+  expect_journal_consistent();
+}
+
 // A cleanup pod found on the ordinal: one still running (the old controller's, at the switch) is
 // taken over, not duplicated; one that already ended before the drain began says nothing about
 // the claims as they are now, and a cleanup pod of this drain runs instead.
