@@ -173,9 +173,12 @@ StepOutcome report_held_source(StepContext& ctx, const HeldSource& held) {
 
 StepOutcome restore_fence(StepContext& ctx, const FenceBreach& breach) {
   const std::string prefix = "the fence was broken in " + std::string{to_string(ctx.op.phase)};
-  const std::string why = prefix + " (" + describe(breach) +
-                          ") after a source claim was deleted: stsresize holds the StatefulSet "
-                          "at 0 replicas until every restore is verified";
+  const std::string why =
+      prefix + " (" + describe(breach) +
+      ") after a source claim was deleted: stsresize holds the StatefulSet at 0 replicas until "
+      "every restore is verified, then scales it back to the " +
+      std::to_string(ctx.op.original_replicas) +
+      " replicas it started from (to run another count, scale it once the resize has completed)";
   // Once per phase: the breach's detail changes as pods go (replicas, then a pod, ...).
   if (!ctx.op.warning.starts_with(prefix)) {
     return warn_and_continue(ctx, ctx.op.phase, "FenceRestored", why);

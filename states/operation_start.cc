@@ -3,6 +3,7 @@
 
 #include "engine/actions/explain.h"
 #include "engine/cleanup_pod.h"
+#include "engine/drain_candidates.h"
 #include "engine/drain_plan.h"
 #include "engine/naming.h"
 #include "engine/planner.h"
@@ -25,6 +26,7 @@ ReconcileResult Reconciler::Session::start() {
     return terminal(plan.error());
   }
   if (!plan->has_value()) return idle();
+  if (auto waiting = wait_for_drain()) return *waiting;
   if (auto begun = begin((*plan)->trigger, {entries::PhaseChanged{Phase::Pending, Phase::Planning,
                                                                   Trigger::StartPlanning}});
       !begun) {
@@ -69,6 +71,56 @@ std::optional<ReconcileResult> Reconciler::Session::start_drain() {
                    "drains each ordinal before its claims are deleted");
   }
   return drive();
+}
+
+std::optional<ReconcileResult> Reconciler::Session::wait_for_drain() {
+  // Nothing waits for a drain that cannot be done (a refusal says why).
+  if (drain_refusal(sts_)) return std::nullopt;
+  auto claims_annotation = k8s::annotation(sts_, kScaledownClaimsAnnotation);
+  const bool has_policy =
+      claims_annotation && claims_annotation->has_value() && !(*claims_annotation)->empty();
+  if (!scaledown_pod_template(sts_) && !has_policy) return std::nullopt;
+  if (auto mark = original_replicas_mark(sts_); !mark || mark->has_value()) return std::nullopt;
+  auto deleting = k8s::is_being_deleted(sts_);
+  if (!deleting || *deleting) return std::nullopt;
+  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  if (!claims) return retry("listing claims: " + claims.error().message);
+  auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
+  if (!pods) return retry("listing pods: " + pods.error().message);
+  auto found = drain_candidates(sts_, claims->items, pods->items);
+  if (!found) return std::nullopt;  // start_drain would have said so (InvalidDrain)
+  std::string ordinals;
+  int count = 0;
+  for (const DrainCandidate& candidate : found->candidates) {
+    if (candidate.claims.empty()) continue;
+    ordinals += (ordinals.empty() ? "" : ", ") + std::to_string(candidate.ordinal);
+    ++count;
+  }
+  if (count == 0) return std::nullopt;
+  if (resize_request_of(sts_)) {
+    const std::string status = "queued: the drain of ordinal" +
+                               std::string{count == 1 ? " " : "s "} + ordinals +
+                               ", left by a scale-down, goes first; this request is validated "
+                               "and started when the drain ends";
+    auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
+    if (!current) return retry(current.error());
+    if (!current->has_value() || **current != status) {
+      Json updated = sts_;
+      if (auto set = k8s::set_annotation(updated, kResizeStatusAnnotation, status); !set) {
+        return retry(set.error());
+      }
+      auto written = r_.kube_.update(Kind::StatefulSet, updated);
+      if (!written) {
+        return retry("writing " + std::string{kResizeStatusAnnotation} + " on " + to_string(ref_) +
+                     ": " + written.error().message);
+      }
+      sts_ = std::move(*written);
+      emit_event(EventSeverity::Normal, "ResizeRequestQueued",
+                 "annotation " + std::string{kResizeRequestAnnotation} + ": " +
+                     status.substr(std::string_view{"queued: "}.size()));
+    }
+  }
+  return requeue(r_.settings_.poll_interval);
 }
 
 // Once per refusal, not on every reconcile: the refusal is written to
@@ -364,8 +416,14 @@ std::expected<void, std::string> Reconciler::Session::report_queued_request() {
   if (!resize_request_of(sts_)) return {};
   // Without the phase: the status is written (and the Event given) once per operation, not
   // again at each of its phase changes.
-  const std::string status = "queued: operation " + op_.id +
-                             " is running; this request is validated and started when it ends";
+  // A drain says it is one: people see a resize wait for a drain they may not know of.
+  const std::string status =
+      op_.kind == OperationKind::Drain
+          ? "queued: drain " + op_.id +
+                " of the claims a scale-down left is running, and goes first; this request is "
+                "validated and started when it ends"
+          : "queued: operation " + op_.id +
+                " is running; this request is validated and started when it ends";
   auto current = k8s::annotation(sts_, kResizeStatusAnnotation);
   if (current && current->has_value() && **current == status) return {};
   Json updated = sts_;
@@ -379,7 +437,8 @@ std::expected<void, std::string> Reconciler::Session::report_queued_request() {
   }
   sts_ = std::move(*written);
   emit_event(EventSeverity::Normal, "ResizeRequestQueued",
-             "annotation " + std::string{kResizeRequestAnnotation} + ": operation " + op_.id +
+             "annotation " + std::string{kResizeRequestAnnotation} + ": " +
+                 (op_.kind == OperationKind::Drain ? "drain " : "operation ") + op_.id +
                  " is running (" + std::string{to_string(op_.phase)} +
                  "); this request is validated and started when it ends");
   return {};

@@ -172,7 +172,10 @@ ReconcileResult Reconciler::Session::run() {
     if (auto refused = refuse_over_unfinished_backups()) return *refused;
     if (auto refused = settle_original_replicas_mark()) return *refused;
     if (auto drained = start_drain()) return *drained;
-    if (auto request = resize_request_of(sts_)) return start_requested(*request);
+    if (auto request = resize_request_of(sts_)) {
+      if (auto waiting = wait_for_drain()) return *waiting;
+      return start_requested(*request);
+    }
     return start();
   }
   // An ended operation does nothing more; a request of `stsresize advance` that reaches it

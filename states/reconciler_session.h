@@ -94,6 +94,14 @@ class Reconciler::Session final : public StepJournal {
   // with whenScaled Delete, or an invalid claim policy stsresize.dev/scaledown-claims) is told so
   // once (note_drain_refusal) and drained never; a resize is still served.
   std::optional<ReconcileResult> start_drain();
+  // No drain could begin (start_drain), yet a scale-down left claims that one will take once it
+  // may: the StatefulSet controller has not observed the scale-down, the replica's pod still
+  // stops, a pod still uses a claim. A resize about to begin (a request, or templates larger
+  // than the claims) waits for that drain rather than copy those claims and go first: requeued
+  // after the poll interval, and a request says so, once, in stsresize.dev/resize-status
+  // ("queued: ... the drain of ordinal 2 ...") with a Normal Event ResizeRequestQueued. Asked
+  // only when a resize would begin: with none wanted, nothing polls. nullopt: no drain is coming.
+  std::optional<ReconcileResult> wait_for_drain();
   // The drain's finalizer (kScaledownFinalizer, the StatefulSet Scale-Down Controller's, taken
   // over where it is) before anything else (states/drain_finalizer.cc). Not being deleted: added
   // when the set opts in, removed when it opts out (no drain running). Being deleted with it:

@@ -380,6 +380,123 @@ TEST_F(Drain, AResizeAndADrainWantedTogetherRunOneAfterTheOther) {
   expect_journal_consistent();
 }
 
+// The same, as it happens with `kubectl scale` and `kubectl annotate` run together: the request
+// is read before the StatefulSet controller has observed the scale-down (the replica's pod still
+// runs on its claim), so no drain may begin yet. The resize still waits for it: begun now, it
+// would copy the claims of ordinal 2 that the drain takes next, and the drain would come second.
+// The request says whom it waits for, the drain runs, then the resize of the two left.
+TEST_F(Drain, AResizeRequestedWhileTheScaleDownIsNotObservedWaitsForTheDrain) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["spec"]["replicas"] = 2;
+    live["metadata"]["generation"] = live["metadata"].value("generation", 1) + 1;
+  });
+  world.request(Json{{"data", {{"storage", "2Gi"}}}, {"logs", {{"storage", "2Gi"}}}}.dump());
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  const ReconcileResult first = reconciler.reconcile(kNs, kSts);
+  EXPECT_TRUE(first.is(ReconcileResult::Kind::RequeueAfter)) << first.message;
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  EXPECT_TRUE(operations->empty()) << "an operation began before the scale-down was observed";
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kStateAnnotation}));
+  const std::string status =
+      sts["metadata"]["annotations"].value(std::string{kResizeStatusAnnotation}, "");
+  EXPECT_TRUE(status.starts_with("queued: ")) << status;
+  EXPECT_NE(status.find("drain of ordinal 2"), std::string::npos) << status;
+  EXPECT_EQ(world.events.with_reason("ResizeRequestQueued").size(), 1u);
+  // Asked again before anything changed: nothing written, said once.
+  const std::string version = sts["metadata"].value("resourceVersion", "");
+  (void)reconciler.reconcile(kNs, kSts);
+  EXPECT_EQ(world.live_sts()["metadata"].value("resourceVersion", ""), version);
+  EXPECT_EQ(world.events.with_reason("ResizeRequestQueued").size(), 1u);
+
+  world.settle(3);
+  (void)reconciler.reconcile(kNs, kSts);  // the drain begins; the request names it
+  const std::string during =
+      world.live_sts()["metadata"]["annotations"].value(std::string{kResizeStatusAnnotation}, "");
+  EXPECT_TRUE(during.starts_with("queued: drain ")) << during;
+  run_to_idle(reconciler);  // the drain
+  run_to_idle(reconciler);  // then the resize
+  EXPECT_FALSE(claim_exists("data-web-2"));
+  EXPECT_FALSE(claim_exists("logs-web-2"));
+  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  for (int i = 0; i < 2; ++i) {
+    for (const char* tmpl : {"data", "logs"}) {
+      const std::string name = naming::claim_name(tmpl, kSts, i);
+      auto claim = world.kube.get_raw(world.claim(name));
+      ASSERT_TRUE(claim) << name;
+      EXPECT_EQ((*claim)["spec"]["resources"]["requests"]["storage"], "2Gi") << name;
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+    }
+  }
+  operations = journal.operations();
+  ASSERT_TRUE(operations);
+  ASSERT_EQ(operations->size(), 2u);
+  auto drain = journal.read(operations->at(0).operation_id);
+  auto resize = journal.read(operations->at(1).operation_id);
+  ASSERT_TRUE(drain && resize);
+  EXPECT_EQ(drain->at(1).type, "DrainPlanned");
+  EXPECT_EQ(resize->back().type, "OperationFinished");
+  // The resize planned only the claims of the replicas left.
+  for (const JournalRecord& record : *resize) {
+    EXPECT_EQ(record.data.dump().find("data-web-2"), std::string::npos)
+        << record.type << record.data.dump();
+  }
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], 2);
+  EXPECT_FALSE(
+      world.live_sts()["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
+  expect_journal_consistent();
+}
+
+// The same with the templates raised instead of a request; and with no resize wanted, a
+// scale-down still under way leaves the controller idle (woken by the StatefulSet's changes),
+// not polling.
+TEST_F(Drain, TemplatesRaisedWhileTheScaleDownIsNotObservedWaitForTheDrainAndNothingElsePolls) {
+  const auto scale_down_unobserved = [&] {
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["spec"]["replicas"] = 2;
+      live["metadata"]["generation"] = live["metadata"].value("generation", 1) + 1;
+    });
+  };
+  scale_down_unobserved();
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  const ReconcileResult nothing_wanted = reconciler.reconcile(kNs, kSts);
+  EXPECT_TRUE(nothing_wanted.is(ReconcileResult::Kind::Idle)) << nothing_wanted.message;
+
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    for (Json& tmpl : live["spec"]["volumeClaimTemplates"]) {
+      tmpl["spec"]["resources"]["requests"]["storage"] = "2Gi";
+    }
+  });
+  const ReconcileResult first = reconciler.reconcile(kNs, kSts);
+  EXPECT_TRUE(first.is(ReconcileResult::Kind::RequeueAfter)) << first.message;
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  EXPECT_TRUE(operations->empty()) << "an operation began before the scale-down was observed";
+  world.settle(3);
+  run_to_idle(reconciler);  // the drain
+  run_to_idle(reconciler);  // then the resize
+  EXPECT_FALSE(claim_exists("data-web-2"));
+  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  operations = journal.operations();
+  ASSERT_TRUE(operations);
+  ASSERT_EQ(operations->size(), 2u);
+  auto drain = journal.read(operations->at(0).operation_id);
+  auto resize = journal.read(operations->at(1).operation_id);
+  ASSERT_TRUE(drain && resize);
+  EXPECT_EQ(drain->at(1).type, "DrainPlanned");
+  EXPECT_EQ(resize->back().type, "OperationFinished");
+  for (const JournalRecord& record : *resize) {
+    EXPECT_EQ(record.data.dump().find("data-web-2"), std::string::npos)
+        << record.type << record.data.dump();
+  }
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = naming::claim_name("data", kSts, i);
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+  }
+  expect_journal_consistent();
+}
+
 // A cleanup pod found on the ordinal: one still running (the old controller's, at the switch) is
 // taken over, not duplicated; one that already ended before the drain began says nothing about
 // the claims as they are now, and a cleanup pod of this drain runs instead.

@@ -177,6 +177,26 @@ TEST_F(PeopleMidOperation, AScaleUpAndDownWhileTheControllerWasAwayIsCopiedAgain
   expect_completed_with_data({{late, {{"app/while-away.log", "written while away"}}}});
 }
 
+// `kubectl scale --replicas 2` of a set of 3 during its resize, after the sources were deleted:
+// to the resize, whose set is at 0, a breach of its fence. It sets 0 again and ends at the 3 it
+// started from, so the Warning says that too: the person's 2 is not kept, and they learn to
+// scale again once the resize has completed.
+TEST_F(PeopleMidOperation, AScaleDownDuringTheRestoreIsFencedAndSaysTheCountItEndsAt) {
+  wait_in(Phase::Recreating);
+  scale_to(2);
+  world.settle(3);
+  auto_mode();
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  const auto restored = world.events.with_reason("FenceRestored");
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_NE(restored[0].message.find("spec.replicas of the StatefulSet is 2"), std::string::npos)
+      << restored[0].message;
+  EXPECT_NE(restored[0].message.find("then scales it back to the 3 replicas it started from"),
+            std::string::npos)
+      << restored[0].message;
+}
+
 TEST_F(PeopleMidOperation, TheStateRemovedAfterASourceDeleteIsContinuedFromTheJournal) {
   wait_in(Phase::Recreating);  // every source deleted and recreated empty
   auto_mode();
