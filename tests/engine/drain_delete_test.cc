@@ -16,23 +16,12 @@
 #include "engine/vocabulary.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
-#include "tests/support/engine_harness.h"
-#include "tests/support/resize_world.h"
+#include "tests/support/drain_world.h"
 
 namespace stsresize {
 namespace {
 
 using namespace testing;
-
-const Json kCleanupTemplate = {
-    {"metadata", {{"labels", {{"app", "web-cleanup"}}}}},
-    {"spec",
-     {{"containers",
-       Json::array(
-           {{{"name", "drain"},
-             {"image", "busybox"},
-             {"command", Json::array({"sh", "-c", "move /data to the other replicas"})},
-             {"volumeMounts", Json::array({{{"name", "data"}, {"mountPath", "/data"}}})}}})}}}};
 
 const char* const kClaims[] = {"data-web-0", "logs-web-0", "data-web-1",
                                "logs-web-1", "data-web-2", "logs-web-2"};
@@ -42,44 +31,18 @@ std::size_t finalizer_count(const Json& sts) {
   return static_cast<std::size_t>(std::ranges::count(finalizers, Json(kScaledownFinalizer)));
 }
 
-// One world and its cleanup runs: the cleanup moves the data off its claim and succeeds, or
-// keeps running while `cleanup_exit` is nullopt.
-struct DeleteWorld {
-  ResizeWorld world;
-  std::set<std::string> cleaned;  // pod names whose cleanup succeeded
-  std::optional<int> cleanup_exit = 0;
-
-  explicit DeleteWorld(bool old_finalizer = false, bool resize_request = false) {
-    if (resize_request) {
-      world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);  // the Copy path
-    } else {
-      world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
-    }
-    world.kube.mutate_raw(world.sts(), [&](Json& live) {
-      live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
-          kCleanupTemplate.dump();
-      if (old_finalizer) {
+// The world of tests/support/drain_world.h (its cleanup pods succeed unless told otherwise), with
+// the old controller's finalizer already on the StatefulSet, or a copy-path resize wanted too.
+struct DeleteWorld : DrainWorld {
+  explicit DeleteWorld(bool old_finalizer = false, bool resize_request = false)
+      : DrainWorld(resize_request
+                       ? DrainWorldOptions{.to_size = "2Gi", .trigger = ResizeTrigger::Request}
+                       : DrainWorldOptions{}) {
+    if (old_finalizer) {
+      world.kube.mutate_raw(world.sts(), [&](Json& live) {
         live["metadata"]["finalizers"] = Json::array({std::string{kScaledownFinalizer}});
-      }
-    });
-    world.cluster.set_pod_runner(
-        [this](const Json& pod,
-               std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
-          if (!cleanup_exit) return std::nullopt;
-          if (*cleanup_exit == 0) {
-            if (volumes.contains("data")) volumes["data"]->clear();
-            cleaned.insert(pod["metadata"]["name"].get<std::string>());
-          }
-          return JobRun{*cleanup_exit, ""};
-        });
-  }
-
-  ReconcileResult run_to_idle(Reconciler& reconciler) {
-    ReconcileResult result = reconcile_until(
-        reconciler, world, idle(),
-        {.limit = 400, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
-    world.settle(3);
-    return result;
+      });
+    }
   }
 
   void remove(Propagation propagation) {
@@ -89,7 +52,6 @@ struct DeleteWorld {
   }
 
   bool exists(const ObjectRef& ref) const { return world.kube.get_raw(ref).has_value(); }
-  bool claim_exists(const std::string& name) const { return exists(world.claim(name)); }
 
   // Every claim there with the data it was seeded with.
   void expect_claims_intact() const {
@@ -107,17 +69,6 @@ struct DeleteWorld {
         << "left: " << world.kube.list_raw(Kind::Pod, kNs).front()["metadata"]["name"];
   }
 };
-
-void expect_journal_consistent(MemoryJournal& journal) {
-  auto operations = journal.operations();
-  ASSERT_TRUE(operations);
-  for (const auto& summary : *operations) {
-    auto records = journal.read(summary.operation_id);
-    ASSERT_TRUE(records);
-    auto folded = fold(*records, PhaseMachine::rules());
-    EXPECT_TRUE(folded) << summary.operation_id << ": " << folded.error().message;
-  }
-}
 
 std::size_t operation_count(MemoryJournal& journal) {
   auto operations = journal.operations();

@@ -76,7 +76,7 @@ TEST_F(DrainPeople, TheStateRemovedWhileTheCleanupRunsIsContinuedFromTheJournal)
   EXPECT_EQ(w.phase(), "Draining");
   EXPECT_EQ(read_operation(w.world.live_sts()).value()->id, id) << "not the same operation";
   w.cleanup_exit = 0;
-  w.run_to_rest(reconciler);
+  w.run_to_idle(reconciler);
   expect_drained_once();
   auto operations = w.journal.operations();
   ASSERT_TRUE(operations);
@@ -98,7 +98,7 @@ TEST_F(DrainPeople, TheStateAndTheJournalLostWhileTheCleanupRunsTakeOverItsPod) 
   reconcile_while_running(reconciler);
   EXPECT_EQ(w.phase(), "Draining");
   w.cleanup_exit = 0;
-  w.run_to_rest(reconciler);
+  w.run_to_idle(reconciler);
   expect_drained_once();
 }
 
@@ -114,7 +114,7 @@ TEST_F(DrainPeople, AStateEditedToCompletedIsRestoredFromTheJournal) {
   EXPECT_NE(restored[0].message.find("continuing from the journal at Draining"), std::string::npos)
       << restored[0].message;
   w.cleanup_exit = 0;
-  w.run_to_rest(reconciler);
+  w.run_to_idle(reconciler);
   expect_drained_once();
   w.expect_journal_consistent();
 }
@@ -129,7 +129,7 @@ TEST_F(DrainPeople, AStateEditedToDeletingClaimsWhileTheCleanupRunsIsRestoredFro
   EXPECT_EQ(w.phase(), "Draining");
   EXPECT_EQ(w.world.events.with_reason("StateRestored").size(), 1u);
   w.cleanup_exit = 0;
-  w.run_to_rest(reconciler);
+  w.run_to_idle(reconciler);
   expect_drained_once();
   w.expect_journal_consistent();
 }
@@ -145,7 +145,7 @@ TEST_F(DrainPeople, AStateEditedToDeletingClaimsWithTheJournalLostChangesNothing
   MemoryJournal fresh;
   Reconciler reconciler{w.world.kube, fresh, w.world.clock, w.world.events};
   w.cleanup_exit = 0;  // even once the cleanup Succeeded: the state was not written by stsresize
-  const ReconcileResult result = w.run_to_rest(reconciler, /*terminal_fails=*/false);
+  const ReconcileResult result = w.run_to_rest(reconciler);
   EXPECT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
   EXPECT_TRUE(w.claim_exists("data-web-2"));
   EXPECT_TRUE(w.claim_exists("logs-web-2"));

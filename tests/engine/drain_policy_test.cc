@@ -16,8 +16,7 @@
 #include "engine/vocabulary.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
-#include "tests/support/engine_harness.h"
-#include "tests/support/resize_world.h"
+#include "tests/support/drain_world.h"
 
 namespace stsresize {
 namespace {
@@ -25,94 +24,26 @@ namespace {
 using namespace testing;
 using std::chrono::minutes;
 
-const Json kCleanupTemplate = {
-    {"spec",
-     {{"containers", Json::array({{{"name", "drain"},
-                                   {"image", "busybox"},
-                                   {"command", Json::array({"sh", "-c", "true"})}}})}}}};
-
-class DrainPolicy : public ::testing::Test {
+// The world of tests/support/drain_world.h without a cleanup pod template: the claim policy
+// alone. Any pod the cluster runs through the pod runner (a user's bare pod) keeps running.
+class DrainPolicy : public ::testing::Test, protected DrainWorld {
  protected:
-  ResizeWorld world;
-  MemoryJournal journal;
-  std::vector<Json> pods_run;
   EngineSettings settings;
 
+  DrainPolicy() : DrainWorld({.cleanup_template = false}) {}
+
   void SetUp() override {
-    world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
-    // Any pod the cluster runs (a replica's, a user's) keeps running.
-    world.cluster.set_pod_runner(
-        [this](const Json& pod, std::map<std::string, VolumeFiles*>&) -> std::optional<JobRun> {
-          pods_run.push_back(pod);
-          return std::nullopt;
-        });
+    cleanup_exit = std::nullopt;
     // Shorter than the delay: waiting out a long delete-after is not a drain that hangs.
     settings.drain_timeout = minutes{1};
   }
 
-  void annotate(std::string_view key, const std::string& value) {
-    world.kube.mutate_raw(world.sts(), [&](Json& live) {
-      live["metadata"]["annotations"][std::string{key}] = value;
-    });
-  }
-
-  void scale_to(int replicas) {
-    world.kube.mutate_raw(world.sts(), [&](Json& live) { live["spec"]["replicas"] = replicas; });
-    world.settle(3);
-  }
-
-  std::string phase() {
-    const Json annotations = world.live_sts()["metadata"].value("annotations", Json::object());
-    return annotations.value(std::string{kPhaseAnnotation}, std::string{});
-  }
-
-  // Reconciles (2 s of cluster time between two) until the drain waits in Draining.
   ReconcileResult until_draining(Reconciler& reconciler) {
-    return reconcile_until(
-        reconciler, world,
-        {"Draining", [&](const ReconcileResult&) { return phase() == "Draining"; }}, {.limit = 20});
-  }
-
-  ReconcileResult run_to_idle(Reconciler& reconciler) {
-    ReconcileResult result = reconcile_until(
-        reconciler, world, idle(),
-        {.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
-    world.settle(3);
-    return result;
-  }
-
-  bool claim_exists(const std::string& name) const {
-    return world.kube.get_raw(world.claim(name)).has_value();
-  }
-  std::string claim_uid(const std::string& name) const {
-    return world.kube.get_raw(world.claim(name))->at("metadata").at("uid");
-  }
-
-  std::vector<std::string> journal_types() {
-    std::vector<std::string> types;
-    auto operations = journal.operations();
-    if (!operations) return types;
-    for (const auto& summary : *operations) {
-      auto records = journal.read(summary.operation_id);
-      if (!records) continue;
-      for (const JournalRecord& record : *records) types.push_back(record.type);
-    }
-    return types;
-  }
-
-  void expect_journal_consistent() {
-    auto operations = journal.operations();
-    ASSERT_TRUE(operations);
-    for (const auto& summary : *operations) {
-      auto records = journal.read(summary.operation_id);
-      ASSERT_TRUE(records);
-      auto folded = fold(*records, PhaseMachine::rules());
-      EXPECT_TRUE(folded) << summary.operation_id << ": " << folded.error().message;
-    }
+    return until_phase(reconciler, "Draining");
   }
 
   bool ran_cleanup_pod() const {
-    return std::ranges::any_of(pods_run, [](const Json& pod) {
+    return std::ranges::any_of(cleanup_pods, [](const Json& pod) {
       return pod["metadata"]
           .value("annotations", Json::object())
           .contains(std::string{kScaledownPodOwnerAnnotation});
@@ -386,11 +317,7 @@ TEST_F(DrainPolicy, AnInvalidPolicyHoldsNoResize) {
 
 // The template wins over the claim policy, with a Warning: its cleanup pod drains the ordinal.
 TEST_F(DrainPolicy, WithACleanupTemplateThePolicyIsIgnoredWithAWarning) {
-  world.cluster.set_pod_runner(
-      [this](const Json& pod, std::map<std::string, VolumeFiles*>&) -> std::optional<JobRun> {
-        pods_run.push_back(pod);
-        return JobRun{0, ""};
-      });
+  cleanup_exit = 0;  // the cleanup pod succeeds
   annotate(kScaledownPodTemplateAnnotation, kCleanupTemplate.dump());
   annotate(kScaledownClaimsAnnotation, "delete-after=10h");
   scale_to(2);

@@ -13,118 +13,31 @@
 #include "engine/vocabulary.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
-#include "tests/support/engine_harness.h"
-#include "tests/support/resize_world.h"
+#include "tests/support/drain_world.h"
 
 namespace stsresize {
 namespace {
 
 using namespace testing;
 
-const Json kCleanupTemplate = {
-    {"metadata", {{"labels", {{"app", "web-cleanup"}}}}},
-    {"spec",
-     {{"containers",
-       Json::array(
-           {{{"name", "drain"},
-             {"image", "busybox"},
-             {"command", Json::array({"sh", "-c", "move /data to the other replicas"})},
-             {"volumeMounts", Json::array({{{"name", "data"}, {"mountPath", "/data"}}})}}})}}}};
-
-// What each cleanup pod run saw: the pod, and the files of its "data" volume when it ran.
-struct CleanupRuns {
-  std::vector<Json> pods;
-  std::map<std::string, VolumeFiles> moved;  // by pod name: what it moved off its claim
-};
-
-class Drain : public ::testing::Test {
- protected:
-  ResizeWorld world;
-  MemoryJournal journal;
-  CleanupRuns runs;
-  // nullopt: the cleanup keeps running; else its exit code.
-  std::optional<int> cleanup_exit = 0;
-
-  void SetUp() override {
-    world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
-    world.kube.mutate_raw(world.sts(), [](Json& live) {
-      live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
-          kCleanupTemplate.dump();
-    });
-    world.cluster.set_pod_runner(
-        [this](const Json& pod,
-               std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
-          runs.pods.push_back(pod);
-          if (!cleanup_exit) return std::nullopt;
-          if (*cleanup_exit == 0 && volumes.contains("data")) {
-            // The cleanup moves the data off the claim (to the other replicas, in real life).
-            runs.moved[pod["metadata"]["name"].get<std::string>()] = *volumes["data"];
-            volumes["data"]->clear();
-          }
-          return JobRun{*cleanup_exit, ""};
-        });
-  }
-
-  // The StatefulSet scaled, and its controller given the time to act on it (the controller
-  // would be woken by the StatefulSet's status and pod changes).
-  void scale_to(int replicas) {
-    world.kube.mutate_raw(world.sts(), [&](Json& live) { live["spec"]["replicas"] = replicas; });
-    world.settle(3);
-  }
-
-  // Until idle, then the cluster finishes what it was asked (deleted claims lose their
-  // protection finalizer once no pod uses them).
-  ReconcileResult run_to_idle(Reconciler& reconciler) {
-    ReconcileResult result = reconcile_until(
-        reconciler, world, idle(),
-        {.limit = 300, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
-    world.settle(3);
-    return result;
-  }
-
-  bool claim_exists(const std::string& name) const {
-    return world.kube.get_raw(world.claim(name)).has_value();
-  }
-
-  std::vector<std::string> journal_types() {
-    std::vector<std::string> types;
-    auto operations = journal.operations();
-    if (!operations) return types;
-    for (const auto& summary : *operations) {
-      auto records = journal.read(summary.operation_id);
-      if (!records) continue;
-      for (const JournalRecord& record : *records) types.push_back(record.type);
-    }
-    return types;
-  }
-
-  // Every operation's journal folds (the tables of its kind accept every transition).
-  void expect_journal_consistent() {
-    auto operations = journal.operations();
-    ASSERT_TRUE(operations);
-    for (const auto& summary : *operations) {
-      auto records = journal.read(summary.operation_id);
-      ASSERT_TRUE(records);
-      auto folded = fold(*records, PhaseMachine::rules());
-      EXPECT_TRUE(folded) << summary.operation_id << ": " << folded.error().message;
-    }
-  }
-};
+// The world of tests/support/drain_world.h: shop/web with a cleanup pod template, nothing to
+// resize; its cleanup pods succeed (moving the data off their claim) unless told otherwise.
+class Drain : public ::testing::Test, protected DrainWorld {};
 
 TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsClaims) {
   scale_to(2);
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
   run_to_idle(reconciler);
 
-  ASSERT_FALSE(runs.pods.empty()) << "no cleanup pod ran";
-  const Json& pod = runs.pods.front();
+  ASSERT_FALSE(cleanup_pods.empty()) << "no cleanup pod ran";
+  const Json& pod = cleanup_pods.front();
   EXPECT_EQ(pod["metadata"]["name"], "web-2");
   EXPECT_EQ(pod["spec"]["hostname"], "web-2");
   EXPECT_EQ(pod["spec"]["subdomain"], "web");
   EXPECT_EQ(pod["metadata"]["labels"]["scaledown-pod"], "web-2");
   EXPECT_EQ(pod["metadata"]["annotations"][std::string{kScaledownPodOwnerAnnotation}], "web");
   EXPECT_EQ(pod["spec"]["restartPolicy"], "OnFailure");
-  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  EXPECT_EQ(moved["web-2"], world.original_files["data-web-2"]);
 
   EXPECT_FALSE(claim_exists("data-web-2"));
   EXPECT_FALSE(claim_exists("logs-web-2"));
@@ -188,7 +101,7 @@ TEST_F(Drain, NothingIsDrainedWithoutTheTemplateOrWhileTheScaleDownIsNotObserved
   scale_to(2);
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
   run_to_idle(reconciler);
-  EXPECT_TRUE(runs.pods.empty());
+  EXPECT_TRUE(cleanup_pods.empty());
   EXPECT_TRUE(claim_exists("data-web-2"));
   EXPECT_TRUE(journal_types().empty());
 }
@@ -337,7 +250,7 @@ TEST_F(Drain, ASetAtZeroBecauseOfAResizeIsNotDrained) {
   scale_to(0);
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
   run_to_idle(reconciler);
-  EXPECT_TRUE(runs.pods.empty());
+  EXPECT_TRUE(cleanup_pods.empty());
   for (const std::string& claim : world.claim_names()) EXPECT_TRUE(claim_exists(claim)) << claim;
   EXPECT_EQ(std::ranges::count(journal_types(), "DrainPlanned"), 0);
 }
@@ -358,7 +271,7 @@ TEST_F(Drain, AResizeAndADrainWantedTogetherRunOneAfterTheOther) {
   run_to_idle(reconciler);
   EXPECT_FALSE(claim_exists("data-web-2"));
   EXPECT_FALSE(claim_exists("logs-web-2"));
-  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  EXPECT_EQ(moved["web-2"], world.original_files["data-web-2"]);
   for (int i = 0; i < 2; ++i) {
     for (const char* tmpl : {"data", "logs"}) {
       const std::string name = naming::claim_name(tmpl, kSts, i);
@@ -419,7 +332,7 @@ TEST_F(Drain, AResizeRequestedWhileTheScaleDownIsNotObservedWaitsForTheDrain) {
   run_to_idle(reconciler);  // then the resize
   EXPECT_FALSE(claim_exists("data-web-2"));
   EXPECT_FALSE(claim_exists("logs-web-2"));
-  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  EXPECT_EQ(moved["web-2"], world.original_files["data-web-2"]);
   for (int i = 0; i < 2; ++i) {
     for (const char* tmpl : {"data", "logs"}) {
       const std::string name = naming::claim_name(tmpl, kSts, i);
@@ -477,7 +390,7 @@ TEST_F(Drain, TemplatesRaisedWhileTheScaleDownIsNotObservedWaitForTheDrainAndNot
   run_to_idle(reconciler);  // the drain
   run_to_idle(reconciler);  // then the resize
   EXPECT_FALSE(claim_exists("data-web-2"));
-  EXPECT_EQ(runs.moved["web-2"], world.original_files["data-web-2"]);
+  EXPECT_EQ(moved["web-2"], world.original_files["data-web-2"]);
   operations = journal.operations();
   ASSERT_TRUE(operations);
   ASSERT_EQ(operations->size(), 2u);
@@ -579,7 +492,7 @@ TEST_F(Drain, ManualModeHoldsTheDrainBeforeItsFirstCleanupPod) {
   scale_to(2);
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
   run_to_idle(reconciler);
-  EXPECT_TRUE(runs.pods.empty());
+  EXPECT_TRUE(cleanup_pods.empty());
   const Json sts = world.live_sts();
   EXPECT_EQ(sts["metadata"]["annotations"][std::string{kAwaitingApprovalAnnotation}],
             "Pending -> Draining");

@@ -30,28 +30,51 @@ inline const Json kCleanupTemplate = {
              {"command", Json::array({"sh", "-c", "move /data to the other replicas"})},
              {"volumeMounts", Json::array({{{"name", "data"}, {"mountPath", "/data"}}})}}})}}}};
 
+// Every operation of `journal` folds (the tables of its kind accept every transition).
+inline void expect_journal_consistent(MemoryJournal& journal) {
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  for (const auto& summary : *operations) {
+    auto records = journal.read(summary.operation_id);
+    ASSERT_TRUE(records);
+    auto folded = fold(*records, PhaseMachine::rules());
+    EXPECT_TRUE(folded) << summary.operation_id << ": " << folded.error().message;
+  }
+}
+
+struct DrainWorldOptions {
+  bool cleanup_template = true;  // false: none (a claim policy's drain, or none at all)
+  // Nothing to resize by default; "2Gi" with ResizeTrigger::Request: a copy-path resize wanted.
+  std::string to_size = "1Gi";
+  ResizeTrigger trigger = ResizeTrigger::Template;
+};
+
 struct DrainWorld {
   ResizeWorld world;
   MemoryJournal journal;
   std::vector<Json> cleanup_pods;            // every cleanup pod run, as it was when it ran
   std::map<std::string, VolumeFiles> moved;  // by pod name: what a succeeded cleanup moved
+  std::set<std::string> cleaned;             // pod names whose cleanup succeeded
   // nullopt: a cleanup keeps running; else its exit code.
   std::optional<int> cleanup_exit = 0;
 
-  DrainWorld() {
-    world.seed(/*expandable=*/false, /*to_size=*/"1Gi");  // nothing to resize
-    world.kube.mutate_raw(world.sts(), [](Json& live) {
-      live["metadata"]["annotations"][std::string{kScaledownPodTemplateAnnotation}] =
-          kCleanupTemplate.dump();
-    });
+  explicit DrainWorld(const DrainWorldOptions& options = {}) {
+    world.seed(/*expandable=*/false, options.to_size, options.trigger);
+    if (options.cleanup_template) {
+      annotate(kScaledownPodTemplateAnnotation, kCleanupTemplate.dump());
+    }
     world.cluster.set_pod_runner(
         [this](const Json& pod,
                std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
           cleanup_pods.push_back(pod);
           if (!cleanup_exit) return std::nullopt;
-          if (*cleanup_exit == 0 && volumes.contains("data")) {
-            moved[pod["metadata"]["name"].get<std::string>()] = *volumes["data"];
-            volumes["data"]->clear();
+          if (*cleanup_exit == 0) {
+            const std::string name = pod["metadata"]["name"];
+            cleaned.insert(name);
+            if (volumes.contains("data")) {
+              moved[name] = *volumes["data"];
+              volumes["data"]->clear();
+            }
           }
           return JobRun{*cleanup_exit, ""};
         });
@@ -65,6 +88,11 @@ struct DrainWorld {
     world.settle(3);
   }
 
+  void annotate(std::string_view key, const std::string& value) {
+    world.kube.mutate_raw(world.sts(), [&](Json& live) {
+      live["metadata"]["annotations"][std::string{key}] = value;
+    });
+  }
   std::string annotation(std::string_view key) const {
     const Json sts = world.live_sts();
     return sts["metadata"].value("annotations", Json::object()).value(std::string{key}, "");
@@ -88,12 +116,24 @@ struct DrainWorld {
                  .contains(std::string{kScaledownPodOwnerAnnotation});
     });
   }
-  // Until at rest (idle, or refused for good when `terminal_fails` is false), then the cluster
-  // finishes what it was asked.
-  ReconcileResult run_to_rest(Reconciler& reconciler, bool terminal_fails = true) {
+  // Until the phase annotation says `phase`.
+  ReconcileResult until_phase(Reconciler& reconciler, const std::string& phase, int limit = 20) {
+    return until(
+        reconciler, "phase " + phase, [&] { return this->phase() == phase; }, limit);
+  }
+  // Until idle (Terminal fails the test), then the cluster finishes what it was asked (deleted
+  // claims lose their protection finalizer once no pod uses them).
+  ReconcileResult run_to_idle(Reconciler& reconciler) {
+    return run_until(reconciler, idle(), true);
+  }
+  // The same, a Terminal result (refused for good) allowed.
+  ReconcileResult run_to_rest(Reconciler& reconciler) {
+    return run_until(reconciler, at_rest(), false);
+  }
+  ReconcileResult run_until(Reconciler& reconciler, const Until& goal, bool terminal_fails) {
     ReconcileResult result =
-        reconcile_until(reconciler, world, terminal_fails ? idle() : at_rest(),
-                        {.limit = 300,
+        reconcile_until(reconciler, world, goal,
+                        {.limit = 400,
                          .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
                          .terminal_fails = terminal_fails});
     world.settle(3);
@@ -127,17 +167,7 @@ struct DrainWorld {
     }
     return types;
   }
-  // Every operation's journal folds (the tables of its kind accept every transition).
-  void expect_journal_consistent() {
-    auto operations = journal.operations();
-    ASSERT_TRUE(operations);
-    for (const auto& summary : *operations) {
-      auto records = journal.read(summary.operation_id);
-      ASSERT_TRUE(records);
-      auto folded = fold(*records, PhaseMachine::rules());
-      EXPECT_TRUE(folded) << summary.operation_id << ": " << folded.error().message;
-    }
-  }
+  void expect_journal_consistent() { testing::expect_journal_consistent(journal); }
 };
 
 }  // namespace stsresize::testing
