@@ -252,7 +252,6 @@ request() { # request BY: an approval as engine/advance_request.cc encodes it
   printf '{"action":"approve","at":"2026-01-01T00:00:00Z","by":"%s","nonce":"n-%s","operation":"web-1","phase":"BackingUp"}' "$1" "$RANDOM"
 }
 advance() { jp statefulset/web '{.metadata.annotations.stsresize\.dev/advance}'; }
-signed="must be signed by the user who writes it"
 phase BackingUp
 refused "it says \"by\":\"mallory\", and the request comes from $admin" \
   k annotate statefulset web --overwrite "stsresize.dev/advance=$(request mallory)"
