@@ -82,10 +82,6 @@ until [[ $(jp statefulset/web '{.metadata.finalizers}') == *statefulsets.kuberne
 done
 ok "finalizer statefulsets.kubernetes.io/scaledown"
 
-events() {
-  k get events --field-selector "involvedObject.kind=StatefulSet,involvedObject.name=web" \
-    -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}'
-}
 
 # assert_drained_by I: the cleanup pod of ordinal I ran as web-I on the volume of web-I (the
 # file it wrote into the volume, read back with the replica's own id file there, in its log:
@@ -148,8 +144,8 @@ case $case_name in
     for pv in $pvs; do
       [[ ! -e $nodesim_dir/volumes/$pv ]] || fail "the directory of $pv is still there"
     done
-    events | grep -q '^DeletionDrained: ' || fail "no Event DeletionDrained: $(events)"
-    ok "no pod, no claim left, volumes reclaimed; $(events | grep -m1 '^DeletionDrained')"
+    e2e_wait_event web '^DeletionDrained: '
+    ok "no pod, no claim left, volumes reclaimed; $event"
     e2e_stop_controller "$controller_pid"
     e2e_replay "$work/journal.db"
     ok "the journal replays (exit 0)"
@@ -163,8 +159,8 @@ case $case_name in
       ((SECONDS > deadline)) && fail "statefulset/web is still there: finalizers $(jp statefulset/web '{.metadata.finalizers}')"
       sleep 0.5
     done
-    events | grep -q '^OrphanDeleteNotDrained: ' || fail "no Event OrphanDeleteNotDrained: $(events)"
-    ok "$(events | grep -m1 '^OrphanDeleteNotDrained')"
+    e2e_wait_event web '^OrphanDeleteNotDrained: '
+    ok "$event"
     sleep 3 # time for a wrong drain to show
     e2e_claim_uids web 2 >"$work/uids-after"
     diff -q "$work/uids-before" "$work/uids-after" >/dev/null || fail "a claim changed: $(diff "$work/uids-before" "$work/uids-after")"
@@ -217,8 +213,8 @@ case $case_name in
     for pv in $pvs; do
       [[ ! -e $nodesim_dir/volumes/$pv ]] || fail "the directory of $pv is still there"
     done
-    events | grep -q '^DeletionDrained: ' || fail "no Event DeletionDrained: $(events)"
-    ok "no pod, no claim left, volumes reclaimed; $(events | grep -m1 '^DeletionDrained')"
+    e2e_wait_event web '^DeletionDrained: '
+    ok "no pod, no claim left, volumes reclaimed; $event"
     e2e_stop_controller "$controller_pid"
     e2e_replay "$work/journal.db"
     operations=$("$stsresize" journal list --journal "$work/journal.db" | grep -c "web-")
@@ -246,9 +242,9 @@ case $case_name in
       sleep 0.2
     done
     held=$((SECONDS - started))
-    events | grep -q '^OrphanDeleteNotDrained: ' || fail "no Event OrphanDeleteNotDrained: $(events)"
-    events | grep -q '^DrainCancelled: .*orphan' || fail "no Event DrainCancelled naming the orphan delete: $(events)"
-    ok "the StatefulSet gone ${held}s after the orphan delete: $(events | grep -m1 '^DrainCancelled')"
+    e2e_wait_event web '^OrphanDeleteNotDrained: '
+    e2e_wait_event web '^DrainCancelled: .*orphan'
+    ok "the StatefulSet gone ${held}s after the orphan delete: $event"
     deadline=$((SECONDS + 30))
     while k get pod web-2 >/dev/null 2>&1; do
       ((SECONDS > deadline)) && fail "the cleanup pod web-2 is still there"

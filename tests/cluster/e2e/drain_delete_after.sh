@@ -32,10 +32,6 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # later A B: A > B (decimal seconds).
 later() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
-events() {
-  k get events --field-selector "involvedObject.kind=StatefulSet,involvedObject.name=web" \
-    -o jsonpath='{range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}'
-}
 
 # scale_down_observed_at: scales web to 2; sets t_scale to the moment (a `now`) before the
 # request and t0 to the first poll that saw the StatefulSet controller had observed it, as the
@@ -100,8 +96,8 @@ while phase=$(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}')
   sleep 0.5
 done
 last=$(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}')
-events | grep -q ' DrainCancelled: ' || fail "no Event DrainCancelled: $(events)"
-ok "web-2 is the StatefulSet's pod again, 3/3 Ready; drain over: $(events | grep -m1 ' DrainCancelled: ')"
+e2e_wait_event web '^DrainCancelled: '
+ok "web-2 is the StatefulSet's pod again, 3/3 Ready; drain over: $event"
 note "last-operation: $last"
 e2e_claim_uids web 3 >"$work/uids-after-1"
 diff -q "$work/uids-before" "$work/uids-after-1" >/dev/null || fail "a claim changed: $(diff "$work/uids-before" "$work/uids-after-1")"
@@ -179,9 +175,8 @@ e2e_assert_data_intact web 2
 [[ $(jp statefulset/web '{.status.readyReplicas}') == 2 ]] || fail "readyReplicas is not 2"
 [[ -z $(k get pods -l scaledown-pod -o name) ]] || fail "a cleanup pod exists: $(k get pods -l scaledown-pod -o name)"
 ok "data-web-0/1 the same uids, every file's sha256 as before, 2/2 Ready, no cleanup pod ever needed"
-events | grep -E ' SuccessfulDelete: .*data-web-2' | grep -q 'scaledown-claims' ||
-  fail "no Event SuccessfulDelete for data-web-2 naming the policy: $(events)"
-ok "$(events | grep -m1 -E ' SuccessfulDelete: .*data-web-2')"
+e2e_wait_event web '^SuccessfulDelete: .*data-web-2.*scaledown-claims'
+ok "$event"
 e2e_stop_controller "$controller_pid"
 e2e_replay "$work/journal.db"
 ok "the journal replays (exit 0)"

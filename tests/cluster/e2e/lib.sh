@@ -33,6 +33,10 @@
 #                                    has exited
 #   e2e_claim_uids NAME N            "claim uid" lines of the N claims of NAME
 #   e2e_warnings NAME                "reason: message" of every Warning event on statefulset/NAME
+#   e2e_wait_event NAME ERE [SECS]   waits (20 s by default) until an Event on statefulset/NAME
+#                                    reads "reason: message" matching ERE; that line in $event.
+#                                    Events are sent after the write they report (and batched):
+#                                    never check for one once, right after the state it follows
 #   e2e_lease_holder LEASE           holderIdentity of the Lease LEASE in $ns (empty if none)
 #   e2e_replay JOURNAL               `stsresize replay` of JOURNAL; fails unless it exits 0 (the
 #                                    journal is consistent); its output in $replay
@@ -232,6 +236,21 @@ e2e_claim_uids() {
 e2e_warnings() {
   k get events --field-selector "involvedObject.kind=StatefulSet,involvedObject.name=$1,type=Warning" \
     -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}'
+}
+
+e2e_wait_event() {
+  local name=$1 pattern=$2 secs=${3:-20} messages
+  local deadline=$((SECONDS + secs))
+  while :; do
+    messages=$(k get events --field-selector "involvedObject.kind=StatefulSet,involvedObject.name=$name" \
+      -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}') || messages=''
+    # A here-string, not a pipe into grep -q: under pipefail, grep quitting at its first match
+    # can fail the writer with SIGPIPE.
+    # shellcheck disable=SC2034 # $event is this function's answer
+    event=$(grep -m1 -E -- "$pattern" <<<"$messages") && return 0
+    ((SECONDS < deadline)) || fail "no Event on statefulset/$name matching $pattern after ${secs}s: $messages"
+    sleep 0.5
+  done
 }
 
 e2e_lease_holder() {

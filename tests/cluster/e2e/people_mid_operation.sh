@@ -302,9 +302,8 @@ case $case_name in
     done
     original=$(jq -r .originalReplicas <<<"$(annotation state)")
     ((original == 3)) || fail "the new operation starts from $original replicas, not 3: $(k get events -o custom-columns=R:.reason,M:.message --field-selector involvedObject.name=web | tail -n 12) $(k get sts web -o json | jq -c .metadata.annotations) $("$stsresize" replay --journal "$work/journal.db" 2>&1 | head -n 20)"
-    e2e_warnings web | grep -q "OriginalReplicasRecovered: .*starts from the 3 replicas" ||
-      fail "no Warning OriginalReplicasRecovered: $(e2e_warnings web)"
-    ok "a new operation from 3 replicas: $(e2e_warnings web | grep OriginalReplicasRecovered | cut -c1-140)..."
+    e2e_wait_event web '^OriginalReplicasRecovered: .*starts from the 3 replicas'
+    ok "a new operation from 3 replicas: ${event:0:140}..."
     assert_completed
     [[ -z $(annotation original-replicas) ]] || fail "original-replicas left: $(annotation original-replicas)"
     ;;
