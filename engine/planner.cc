@@ -92,16 +92,19 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
       }
       auto requested = k8s::requested_storage(pvc);
       if (!requested) return std::unexpected(requested.error());
-      if (*requested == *tmpl.storage) continue;
+      auto from_class = k8s::storage_class_name(pvc);
+      if (!from_class) return std::unexpected(from_class.error());
+      const std::string from = from_class->value_or("");
+      // A template without a class leaves each claim the class it was provisioned with.
+      const std::string to = tmpl.storage_class.value_or(from);
+      // As the template asks: left alone. A new class alone is a copy to a claim of that class
+      // (a volume never changes class in place), at the same size.
+      if (*requested == *tmpl.storage && from == to) continue;
       if (*requested > *tmpl.storage) {
         return std::unexpected("claim " + claim_name + " is " + requested->to_string() +
                                " but template \"" + tmpl.name + "\" asks for " +
                                tmpl.storage->to_string() + ": shrinking is not supported yet");
       }
-      auto from_class = k8s::storage_class_name(pvc);
-      if (!from_class) return std::unexpected(from_class.error());
-      const std::string from = from_class->value_or("");
-      const std::string to = tmpl.storage_class.value_or(from);
       for (const std::string& class_name : {from, to}) {
         if (storage_classes != nullptr && !class_name.empty() &&
             !classes_by_name.contains(class_name)) {
@@ -138,7 +141,19 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
           mode != pvc.end() && mode->contains("volumeMode") && mode->at("volumeMode").is_string()) {
         claim.volume_mode = mode->at("volumeMode").get<std::string>();
       }
-      grown[tmpl.name] = requested->to_string() + " -> " + tmpl.storage->to_string();
+      // "1Gi -> 2Gi", "class fixed -> fast", "1Gi -> 2Gi, class fixed -> fast"
+      std::string change;
+      if (*requested != *tmpl.storage) {
+        change = requested->to_string() + " -> " + tmpl.storage->to_string();
+      }
+      if (from != to) {
+        const auto spelled = [](const std::string& name) {
+          return name.empty() ? std::string{"(none)"} : name;
+        };
+        change += (change.empty() ? "" : ", ") + std::string{"class "} + spelled(from) + " -> " +
+                  spelled(to);
+      }
+      grown[tmpl.name] = change;
       plan.claims.push_back(std::move(claim));
     }
   }

@@ -15,7 +15,8 @@ namespace stsresize {
 struct ResizePlan {
   Path path = Path::Undecided;
   std::vector<ClaimPlan> claims;
-  std::string trigger;  // for people: "data 1Gi -> 2Gi (3 claims)"
+  // For people: "data 1Gi -> 2Gi (3 claims)", "data class fixed -> fast (3 claims)".
+  std::string trigger;
   // Claims of this set's names left out because their labels name another StatefulSet, each
   // with why: "data-web-db-0 (label app=web-db; the selector says app=db)".
   std::vector<std::string> left_alone;
@@ -23,15 +24,15 @@ struct ResizePlan {
 
 // For each volumeClaimTemplate and each existing claim "<template>-<sts>-<ordinal>" (ordinals
 // at or above the current replica count included): a claim whose request is below the
-// template's is planned. A claim being deleted (metadata.deletionTimestamp) is skipped: the
-// StatefulSet controller recreates it from the template. So is a claim whose labels give one of
-// the selector's keys another value: it belongs to another StatefulSet whose name and template
-// give the same claim name (the fence, states/fence.h, also refuses a claim another owner's pod
-// mounts). Expand iff every planned claim's
-// StorageClass exists, allows volume expansion and the claim keeps its class; else Copy.
-// nullopt: nothing to do. Errors (no action is taken): a template without a storage request,
-// an unparsable quantity, a shrink ("shrinking is not supported yet"), a StorageClass that
-// does not exist.
+// template's, or whose storageClassName is not the one the template names (a template that
+// names none leaves each claim its own), is planned. A claim being deleted
+// (metadata.deletionTimestamp) is skipped: the StatefulSet controller recreates it from the
+// template. So is a claim whose labels give one of the selector's keys another value: it belongs to
+// another StatefulSet whose name and template give the same claim name (the fence, states/fence.h,
+// also refuses a claim another owner's pod mounts). Expand iff every planned claim's StorageClass
+// exists, allows volume expansion and the claim keeps its class; else Copy. nullopt: nothing to do.
+// Errors (no action is taken): a template without a storage request, an unparsable quantity, a
+// shrink ("shrinking is not supported yet"), a StorageClass that does not exist.
 std::expected<std::optional<ResizePlan>, std::string> plan_resize(
     const Json& statefulset, const std::vector<Json>& claims_in_namespace,
     const std::vector<Json>& storage_classes);

@@ -153,8 +153,8 @@ std::expected<ValidatedRequest, std::string> validate(const Json& statefulset,
   if (!plan) return std::unexpected(plan.error());
   if (!plan->has_value()) {
     return std::unexpected(
-        "no claim is smaller than the requested templates, so there is nothing to resize "
-        "(changing only storageClassName is not supported yet)");
+        "every claim already has the size and class of the requested templates, so there is "
+        "nothing to resize");
   }
   return ValidatedRequest{std::move(*changes), "requested " + (*plan)->trigger};
 }

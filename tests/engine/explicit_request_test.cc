@@ -244,6 +244,39 @@ TEST_F(ExplicitRequest, ClassChangeWithGrowthTakesTheCopyPathToTheNewClass) {
   EXPECT_EQ(data->storage_class, std::optional<std::string>{"fast"});
 }
 
+// Moving the volumes to another StorageClass at the same size (what migrating between storage
+// backends is): the copy path, every claim recreated in the new class with its data.
+TEST_F(ExplicitRequest, AClassChangeAloneMovesEveryClaimToTheNewClassWithItsData) {
+  world.seed(/*expandable=*/true, "1Gi", ResizeTrigger::Request);
+  world.kube.system().create(Kind::StorageClass, Json{{"apiVersion", "storage.k8s.io/v1"},
+                                                      {"kind", "StorageClass"},
+                                                      {"metadata", {{"name", "fast"}}},
+                                                      {"provisioner", "csi.example.com"},
+                                                      {"allowVolumeExpansion", true}});
+  world.request(R"({"data":{"storageClassName":"fast"}})");
+  run_to_idle();
+  EXPECT_FALSE(world.events.contains("InvalidResizeRequest"));
+  const auto started = world.events.with_reason("ResizeStarted");
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_NE(started[0].message.find("data class standard -> fast"), std::string::npos)
+      << started[0].message;
+  for (int i = 0; i < kReplicas; ++i) {
+    const std::string name = naming::claim_name("data", kSts, i);
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc);
+    EXPECT_EQ(*k8s::storage_class_name(*pvc), std::optional<std::string>{"fast"});
+    EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("1Gi"));
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name));
+    // The other template's claims were not asked to move.
+    const std::string logs = naming::claim_name("logs", kSts, i);
+    EXPECT_EQ(*k8s::storage_class_name(*world.kube.get_raw(world.claim(logs))),
+              std::optional<std::string>{"standard"});
+  }
+  auto data = k8s::claim_template(world.live_sts(), "data");
+  ASSERT_TRUE(data);
+  EXPECT_EQ(data->storage_class, std::optional<std::string>{"fast"});
+}
+
 TEST_F(ExplicitRequest, AMissingStatefulSetWithoutStoredDefinitionIsLeftAlone) {
   world.seed(/*expandable=*/false);
   world.kube.system().remove(world.sts());

@@ -250,6 +250,36 @@ TEST(Planner, ChoosesExpandWhenTheTemplateLeavesTheClassToTheClaim) {
   EXPECT_EQ(plan.claims[0].to_class, "standard");
 }
 
+// Moving the volumes to another class at the same size: the copy path, to claims of that class.
+TEST(Planner, AClassChangeAloneIsACopyToTheNewClassAtTheSameSize) {
+  const Json sts = statefulset("web", 2, {{"data", "1Gi", "standard"}});
+  const ResizePlan plan = plan_of(sts, {bound_claim("data-web-0", "1Gi", "fixed"),
+                                        bound_claim("data-web-1", "1Gi", "standard")});
+  ASSERT_EQ(names(plan), Names{"data-web-0"});  // data-web-1 is already as the template asks
+  EXPECT_EQ(plan.path, Path::Copy);
+  EXPECT_EQ(plan.claims[0].from_class, "fixed");
+  EXPECT_EQ(plan.claims[0].to_class, "standard");
+  EXPECT_EQ(plan.claims[0].from_size, plan.claims[0].to_size);
+  EXPECT_EQ(plan.trigger, "data class fixed -> standard (1 claim)");
+}
+
+TEST(Planner, AGrowAndAClassChangeSayBoth) {
+  const Json sts = statefulset("web", 1, {{"data", "2Gi", "standard"}});
+  const ResizePlan plan = plan_of(sts, {bound_claim("data-web-0", "1Gi", "fixed")});
+  EXPECT_EQ(plan.path, Path::Copy);
+  EXPECT_EQ(plan.trigger, "data 1Gi -> 2Gi, class fixed -> standard (1 claim)");
+}
+
+// A template that names no class asks for none: claims of any class at its size are left alone.
+TEST(Planner, ATemplateWithoutAClassChangesNoClaimsClass) {
+  const Json sts = statefulset("web", 2, {{"data", "1Gi"}});
+  auto plan = plan_resize(
+      sts, {bound_claim("data-web-0", "1Gi", "fixed"), bound_claim("data-web-1", "1Gi", "")},
+      classes());
+  ASSERT_TRUE(plan) << plan.error();
+  EXPECT_FALSE(plan->has_value());
+}
+
 TEST(Planner, ChoosesCopyWhenTheClassForbidsExpansion) {
   for (const std::string class_name : {"fixed", "legacy"}) {
     SCOPED_TRACE(class_name);
