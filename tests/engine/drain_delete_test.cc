@@ -70,6 +70,26 @@ struct DeleteWorld : DrainWorld {
   }
 };
 
+// A controller that dies after its k-th mutation: reconciles with `journal` until then (or
+// until idle), the cluster moving on meanwhile.
+void crash_after_mutations(DeleteWorld& w, MemoryJournal& journal, int k) {
+  const int start = w.world.kube.mutations();
+  w.world.kube.set_mutation_budget(k);
+  {
+    Reconciler reconciler{w.world.kube, journal, w.world.clock, w.world.events};
+    reconcile_until(reconciler, w.world,
+                    {"a crash",
+                     [&](const ReconcileResult& r) {
+                       return w.world.kube.mutations() - start >= k ||
+                              r.is(ReconcileResult::Kind::Idle);
+                     }},
+                    {.limit = 400,
+                     .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
+                     .terminal_fails = false});
+  }
+  w.world.kube.set_mutation_budget(std::nullopt);
+}
+
 std::size_t operation_count(MemoryJournal& journal) {
   auto operations = journal.operations();
   return operations ? operations->size() : 0;
@@ -354,21 +374,7 @@ TEST(DrainDelete, ACrashAfterAnySideEffectConverges) {
         w.run_to_idle(reconciler);
       }
       w.remove(Propagation::Background);
-      const int start = w.world.kube.mutations();
-      w.world.kube.set_mutation_budget(k);
-      {
-        Reconciler reconciler{w.world.kube, first_journal, w.world.clock, w.world.events};
-        reconcile_until(reconciler, w.world,
-                        {"a crash",
-                         [&](const ReconcileResult& r) {
-                           return w.world.kube.mutations() - start >= k ||
-                                  r.is(ReconcileResult::Kind::Idle);
-                         }},
-                        {.limit = 400,
-                         .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
-                         .terminal_fails = false});
-      }
-      w.world.kube.set_mutation_budget(std::nullopt);
+      crash_after_mutations(w, first_journal, k);
       for (int ordinal = 0; ordinal < 3; ++ordinal) {
         const std::string claim = "data-web-" + std::to_string(ordinal);
         if (!w.claim_exists(claim)) {
@@ -429,21 +435,7 @@ TEST(DrainDelete, ACrashAfterAnySideEffectOfAnOrphanDeleteWhileADrainRunsConverg
       DeleteWorld w;
       MemoryJournal first_journal;
       orphan_deleted_while_draining(w, first_journal);
-      const int start = w.world.kube.mutations();
-      w.world.kube.set_mutation_budget(k);
-      {
-        Reconciler reconciler{w.world.kube, first_journal, w.world.clock, w.world.events};
-        reconcile_until(reconciler, w.world,
-                        {"a crash",
-                         [&](const ReconcileResult& r) {
-                           return w.world.kube.mutations() - start >= k ||
-                                  r.is(ReconcileResult::Kind::Idle);
-                         }},
-                        {.limit = 400,
-                         .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}},
-                         .terminal_fails = false});
-      }
-      w.world.kube.set_mutation_budget(std::nullopt);
+      crash_after_mutations(w, first_journal, k);
       MemoryJournal lost;
       MemoryJournal& second = keep_journal ? first_journal : lost;
       {

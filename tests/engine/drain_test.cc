@@ -22,7 +22,25 @@ using namespace testing;
 
 // The world of tests/support/drain_world.h: shop/web with a cleanup pod template, nothing to
 // resize; its cleanup pods succeed (moving the data off their claim) unless told otherwise.
-class Drain : public ::testing::Test, protected DrainWorld {};
+class Drain : public ::testing::Test, protected DrainWorld {
+ protected:
+  // The journal holds two operations: a drain, then a resize that ended and planned only the
+  // claims of the replicas left (nothing of ordinal 2).
+  void expect_drain_then_resize_without_web_2() {
+    auto operations = journal.operations();
+    ASSERT_TRUE(operations);
+    ASSERT_EQ(operations->size(), 2u);
+    auto drain = journal.read(operations->at(0).operation_id);
+    auto resize = journal.read(operations->at(1).operation_id);
+    ASSERT_TRUE(drain && resize);
+    EXPECT_EQ(drain->at(1).type, "DrainPlanned");
+    EXPECT_EQ(resize->back().type, "OperationFinished");
+    for (const JournalRecord& record : *resize) {
+      EXPECT_EQ(record.data.dump().find("data-web-2"), std::string::npos)
+          << record.type << record.data.dump();
+    }
+  }
+};
 
 TEST_F(Drain, AScaleDownRunsTheCleanupPodWithTheReplicasIdentityThenDeletesItsClaims) {
   scale_to(2);
@@ -342,19 +360,7 @@ TEST_F(Drain, AResizeRequestedWhileTheScaleDownIsNotObservedWaitsForTheDrain) {
       EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
     }
   }
-  operations = journal.operations();
-  ASSERT_TRUE(operations);
-  ASSERT_EQ(operations->size(), 2u);
-  auto drain = journal.read(operations->at(0).operation_id);
-  auto resize = journal.read(operations->at(1).operation_id);
-  ASSERT_TRUE(drain && resize);
-  EXPECT_EQ(drain->at(1).type, "DrainPlanned");
-  EXPECT_EQ(resize->back().type, "OperationFinished");
-  // The resize planned only the claims of the replicas left.
-  for (const JournalRecord& record : *resize) {
-    EXPECT_EQ(record.data.dump().find("data-web-2"), std::string::npos)
-        << record.type << record.data.dump();
-  }
+  expect_drain_then_resize_without_web_2();
   EXPECT_EQ(world.live_sts()["spec"]["replicas"], 2);
   EXPECT_FALSE(
       world.live_sts()["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
@@ -391,18 +397,7 @@ TEST_F(Drain, TemplatesRaisedWhileTheScaleDownIsNotObservedWaitForTheDrainAndNot
   run_to_idle(reconciler);  // then the resize
   EXPECT_FALSE(claim_exists("data-web-2"));
   EXPECT_EQ(moved["web-2"], world.original_files["data-web-2"]);
-  operations = journal.operations();
-  ASSERT_TRUE(operations);
-  ASSERT_EQ(operations->size(), 2u);
-  auto drain = journal.read(operations->at(0).operation_id);
-  auto resize = journal.read(operations->at(1).operation_id);
-  ASSERT_TRUE(drain && resize);
-  EXPECT_EQ(drain->at(1).type, "DrainPlanned");
-  EXPECT_EQ(resize->back().type, "OperationFinished");
-  for (const JournalRecord& record : *resize) {
-    EXPECT_EQ(record.data.dump().find("data-web-2"), std::string::npos)
-        << record.type << record.data.dump();
-  }
+  expect_drain_then_resize_without_web_2();
   for (int i = 0; i < 2; ++i) {
     const std::string name = naming::claim_name("data", kSts, i);
     EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
