@@ -31,6 +31,21 @@
 #                        then data-web-2 is deleted; web-0/1 untouched; the journal replays.
 #   drain_delete.sh STSRESIZE_BINARY background|orphan|during_drain|orphan_during_drain
 case_name=${2:?background, orphan, during_drain or orphan_during_drain}
+# After a delete that drained every ordinal: no pod or claim left, every volume reclaimed (its
+# directory gone), and the Event that let the delete finish.
+assert_nothing_left() {
+  local deadline=$((SECONDS + 60)) pv
+  while [[ -n $(k get pods,pvc -o name) ]]; do
+    ((SECONDS > deadline)) && fail "left behind: $(k get pods,pvc -o name | paste -sd' ')"
+    sleep 0.5
+  done
+  for pv in $pvs; do
+    [[ ! -e $nodesim_dir/volumes/$pv ]] || fail "the directory of $pv is still there"
+  done
+  e2e_wait_event web '^DeletionDrained: '
+  ok "no pod, no claim left, volumes reclaimed; $event"
+}
+
 case $case_name in
   background | orphan | during_drain | orphan_during_drain) ;;
   *)
@@ -136,16 +151,7 @@ case $case_name in
     done
     for i in 0 1; do assert_drained_by "$i"; done
     ok "cleanup pods web-0 and web-1 ran on their own claims, each as its replica"
-    deadline=$((SECONDS + 60))
-    while [[ -n $(k get pods,pvc -o name) ]]; do
-      ((SECONDS > deadline)) && fail "left behind: $(k get pods,pvc -o name | paste -sd' ')"
-      sleep 0.5
-    done
-    for pv in $pvs; do
-      [[ ! -e $nodesim_dir/volumes/$pv ]] || fail "the directory of $pv is still there"
-    done
-    e2e_wait_event web '^DeletionDrained: '
-    ok "no pod, no claim left, volumes reclaimed; $event"
+    assert_nothing_left
     e2e_stop_controller "$controller_pid"
     e2e_replay "$work/journal.db"
     ok "the journal replays (exit 0)"
@@ -205,16 +211,7 @@ case $case_name in
     done
     [[ $(cleanup_uids web-2) == "$cleanup_uid" ]] || fail "web-2's cleanup pod was replaced"
     ok "one cleanup pod per ordinal, each Succeeded on its own claim as its replica (web-2's the one that held)"
-    deadline=$((SECONDS + 60))
-    while [[ -n $(k get pods,pvc -o name) ]]; do
-      ((SECONDS > deadline)) && fail "left behind: $(k get pods,pvc -o name | paste -sd' ')"
-      sleep 0.5
-    done
-    for pv in $pvs; do
-      [[ ! -e $nodesim_dir/volumes/$pv ]] || fail "the directory of $pv is still there"
-    done
-    e2e_wait_event web '^DeletionDrained: '
-    ok "no pod, no claim left, volumes reclaimed; $event"
+    assert_nothing_left
     e2e_stop_controller "$controller_pid"
     e2e_replay "$work/journal.db"
     operations=$("$stsresize" journal list --journal "$work/journal.db" | grep -c "web-")
