@@ -146,8 +146,13 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             if (e.path == Path::Undecided || e.claims.empty()) {
               return std::unexpected("Planned without a path or claims");
             }
+            if (!e.rebind_unavailable.empty() && e.path != Path::Copy) {
+              return std::unexpected("Planned with a reason not to rebind on the " +
+                                     std::string{to_string(e.path)} + " path");
+            }
             op.path = e.path;
             op.claims = e.claims;
+            op.rebind_unavailable = e.rebind_unavailable;
             return {};
           },
           [&](const PhaseChanged& e) -> Result {
@@ -203,6 +208,11 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             if (!(*claim)->backup_verified) {
               return std::unexpected("source " + e.claim +
                                      " deleted before its backup was verified");
+            }
+            if (op.path == Path::Rebind &&
+                ((*claim)->source_policy.empty() || (*claim)->copy_policy.empty())) {
+              return std::unexpected("source " + e.claim +
+                                     " deleted before both its volumes were kept (Retain)");
             }
             (*claim)->source_deleted = true;
             return {};
@@ -421,6 +431,80 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
                                      std::to_string(e.ordinal) + ", or without a reason");
             }
             (*drain)->cancelled = e.reason;
+            return {};
+          },
+          [&](const VolumeRetained& e) -> Result {
+            if (auto ok = in_phase(Phase::Recreating); !ok) return ok;
+            if (op.path != Path::Rebind)
+              return std::unexpected("VolumeRetained off the rebind path");
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            if (e.volume.empty() || e.policy.empty()) {
+              return std::unexpected("VolumeRetained without a volume or a policy");
+            }
+            if (!(*claim)->backup_verified) {
+              return std::unexpected("VolumeRetained for " + e.claim +
+                                     " before its copy was verified");
+            }
+            if (e.role == VolumeRole::Source) {
+              if (e.volume != (*claim)->source_volume) {
+                return std::unexpected("VolumeRetained names " + e.volume + " as the volume of " +
+                                       e.claim + ", planned on " + (*claim)->source_volume);
+              }
+              if ((*claim)->source_deleted) {
+                return std::unexpected("VolumeRetained after the source " + e.claim +
+                                       " was deleted");
+              }
+              (*claim)->source_policy = e.policy;
+            } else {
+              (*claim)->copy_volume = e.volume;
+              (*claim)->copy_policy = e.policy;
+            }
+            return {};
+          },
+          [&](const ReclaimPolicyRestored& e) -> Result {
+            if (op.path != Path::Rebind) {
+              return std::unexpected("ReclaimPolicyRestored off the rebind path");
+            }
+            if (op.phase != Phase::CleaningUp && op.phase != Phase::ScalingBack) {
+              return std::unexpected(type + " in phase " + std::string{to_string(op.phase)} +
+                                     " (belongs to CleaningUp or ScalingBack)");
+            }
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            const bool source = e.role == VolumeRole::Source;
+            if ((source ? (*claim)->source_policy : (*claim)->copy_policy).empty()) {
+              return std::unexpected("ReclaimPolicyRestored for " + e.claim +
+                                     ", whose volume was never kept");
+            }
+            // The old volume goes back to its policy (and is released by it) only once the claim
+            // is on its verified copy, or, scaling back, on the old volume again.
+            if (source && op.phase == Phase::CleaningUp && !(*claim)->restore_verified) {
+              return std::unexpected("the old volume of " + e.claim +
+                                     " released before the claim was on its verified copy");
+            }
+            if (source && op.phase == Phase::ScalingBack && (*claim)->source_deleted) {
+              return std::unexpected("the volume of " + e.claim +
+                                     " given back its policy before the claim was on it again");
+            }
+            (source ? (*claim)->source_policy_restored : (*claim)->copy_policy_restored) = true;
+            return {};
+          },
+          [&](const SourceRebound& e) -> Result {
+            if (auto ok = in_phase(Phase::ScalingBack); !ok) return ok;
+            if (op.path != Path::Rebind)
+              return std::unexpected("SourceRebound off the rebind path");
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            if (!(*claim)->source_deleted || (*claim)->source_policy.empty() ||
+                (*claim)->source_policy_restored || e.uid.empty()) {
+              return std::unexpected("SourceRebound for " + e.claim +
+                                     ", whose source was not deleted with its volume kept");
+            }
+            (*claim)->source_deleted = false;
+            (*claim)->source_uid = e.uid;
+            (*claim)->recreated_uid.clear();
+            (*claim)->restore_verified.reset();
             return {};
           },
           [&](const DrainedClaimDeleted& e) -> Result {

@@ -76,6 +76,8 @@ template <>
 struct Codec<Path> : EnumCodec<Path, &parse_path> {};
 template <>
 struct Codec<OperationKind> : EnumCodec<OperationKind, &parse_kind> {};
+template <>
+struct Codec<VolumeRole> : EnumCodec<VolumeRole, &parse_volume_role> {};
 
 // A duration travels as whole milliseconds.
 template <>
@@ -350,6 +352,7 @@ struct EntryType<Planned> {
   static constexpr auto fields = std::tuple{
       field("path", &Planned::path),
       field("claims", &Planned::claims),
+      added_field("rebindUnavailable", &Planned::rebind_unavailable),
   };
   static std::string text(const Planned& e) {
     const std::size_t count = e.claims.size();
@@ -361,6 +364,7 @@ struct EntryType<Planned> {
     if (count > kClaimsShownInPlan) {
       out += ", … and " + std::to_string(count - kClaimsShownInPlan) + " more";
     }
+    if (!e.rebind_unavailable.empty()) out += " (not rebind: " + e.rebind_unavailable + ")";
     return out;
   }
 };
@@ -420,6 +424,46 @@ struct EntryType<ClaimRecreated> {
       field("uid", &ClaimRecreated::uid),
   };
   static std::string text(const ClaimRecreated& e) { return e.claim + ", uid " + e.uid; }
+};
+
+template <>
+struct EntryType<VolumeRetained> {
+  static constexpr std::string_view name = "VolumeRetained";
+  static constexpr auto fields = std::tuple{
+      field("claim", &VolumeRetained::claim),
+      field("role", &VolumeRetained::role),
+      field("volume", &VolumeRetained::volume),
+      field("policy", &VolumeRetained::policy),
+  };
+  static std::string text(const VolumeRetained& e) {
+    return e.claim + ": " + (e.role == VolumeRole::Source ? "its volume " : "its copy's volume ") +
+           e.volume + " kept (Retain; its own policy " + e.policy + ")";
+  }
+};
+
+template <>
+struct EntryType<ReclaimPolicyRestored> {
+  static constexpr std::string_view name = "ReclaimPolicyRestored";
+  static constexpr auto fields = std::tuple{
+      field("claim", &ReclaimPolicyRestored::claim),
+      field("role", &ReclaimPolicyRestored::role),
+  };
+  static std::string text(const ReclaimPolicyRestored& e) {
+    return e.claim + ": " + (e.role == VolumeRole::Source ? "its old volume's" : "its copy's") +
+           " reclaim policy put back";
+  }
+};
+
+template <>
+struct EntryType<SourceRebound> {
+  static constexpr std::string_view name = "SourceRebound";
+  static constexpr auto fields = std::tuple{
+      field("claim", &SourceRebound::claim),
+      field("uid", &SourceRebound::uid),
+  };
+  static std::string text(const SourceRebound& e) {
+    return e.claim + " on its own volume again, uid " + e.uid;
+  }
 };
 
 template <>

@@ -51,6 +51,9 @@ struct StatefulSetRecreated {
 struct Planned {
   Path path = Path::Undecided;
   std::vector<ClaimPlan> claims;
+  // A copy path that could not be the rebind path: why (Operation::rebind_unavailable); not
+  // written while empty.
+  std::string rebind_unavailable;
   friend bool operator==(const Planned&, const Planned&) = default;
 };
 struct PhaseChanged {
@@ -83,6 +86,29 @@ struct ClaimRecreated {
   std::string claim;
   std::string uid;
   friend bool operator==(const ClaimRecreated&, const ClaimRecreated&) = default;
+};
+// The rebind path (Recreating): the claim's volume of that role was set to reclaim policy Retain;
+// `policy` is its own, put back by ReclaimPolicyRestored. Journaled before the patch.
+struct VolumeRetained {
+  std::string claim;
+  VolumeRole role = VolumeRole::Source;
+  std::string volume;
+  std::string policy;
+  friend bool operator==(const VolumeRetained&, const VolumeRetained&) = default;
+};
+// The rebind path: the volume's own reclaim policy is back (CleaningUp: the old volume is
+// released by it; ScalingBack: both volumes end as they began).
+struct ReclaimPolicyRestored {
+  std::string claim;
+  VolumeRole role = VolumeRole::Source;
+  friend bool operator==(const ReclaimPolicyRestored&, const ReclaimPolicyRestored&) = default;
+};
+// The rebind path's scale-back: the claim was created again on its own volume (a new object,
+// this uid): it is the source again, as intact as before the operation.
+struct SourceRebound {
+  std::string claim;
+  std::string uid;
+  friend bool operator==(const SourceRebound&, const SourceRebound&) = default;
 };
 // A recreated claim given up before its restore was verified (Restoring): its restore could not
 // run, or it was deleted. It is recreated again (RecreateAgain); it held nothing verified.
@@ -189,7 +215,8 @@ using Entry =
                  entries::ClaimExpanded, entries::StepFailed, entries::Resumed,
                  entries::OperationFinished, entries::ApprovalAwaited, entries::OperatorAction,
                  entries::ClaimDiscarded, entries::DrainPlanned, entries::CleanupPodCreated,
-                 entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted>;
+                 entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted,
+                 entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these

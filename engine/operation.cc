@@ -17,7 +17,7 @@ std::optional<Enum> parse_by_name(std::string_view text, const Enum (&all)[N]) {
   return std::nullopt;
 }
 
-constexpr Path kAllPaths[] = {Path::Undecided, Path::Expand, Path::Copy};
+constexpr Path kAllPaths[] = {Path::Undecided, Path::Expand, Path::Copy, Path::Rebind};
 
 }  // namespace
 
@@ -125,12 +125,30 @@ std::string_view to_string(Path path) {
       return "Expand";
     case Path::Copy:
       return "Copy";
+    case Path::Rebind:
+      return "Rebind";
   }
   return "Unknown";
 }
 
 std::optional<Path> parse_path(std::string_view text) {
   return parse_by_name(text, kAllPaths);
+}
+
+constexpr VolumeRole kAllVolumeRoles[] = {VolumeRole::Source, VolumeRole::Copy};
+
+std::string_view to_string(VolumeRole role) {
+  switch (role) {
+    case VolumeRole::Source:
+      return "Source";
+    case VolumeRole::Copy:
+      return "Copy";
+  }
+  return "Unknown";
+}
+
+std::optional<VolumeRole> parse_volume_role(std::string_view text) {
+  return parse_by_name(text, kAllVolumeRoles);
 }
 
 namespace {
@@ -167,7 +185,16 @@ std::string progress_mismatch(const Operation& op) {
       return "claim " + c.claim + ": restored before it was recreated";
     }
   }
-  if (op.path != Path::Copy) return {};
+  for (const ClaimPlan& c : op.claims) {
+    if (c.source_deleted && op.path == Path::Rebind && c.source_policy.empty()) {
+      return "claim " + c.claim + ": source deleted before its volume was kept (Retain)";
+    }
+    if (c.source_policy_restored && op.path == Path::Rebind && !c.restore_verified &&
+        op.phase != Phase::ScalingBack && op.phase != Phase::Failed) {
+      return "claim " + c.claim + ": its old volume released before the claim was on its copy";
+    }
+  }
+  if (op.path != Path::Copy && op.path != Path::Rebind) return {};
   // Where the state stands once a phase ended, as the steps leave it (failed and aborted
   // operations may stop anywhere, so only the phases of the forward path are checked).
   for (const ClaimPlan& c : op.claims) {
@@ -206,9 +233,17 @@ bool Operation::sources_intact() const {
   const bool drained_claim_deleted = std::ranges::any_of(drains, [](const OrdinalDrain& d) {
     return std::ranges::any_of(d.claims, [](const OrdinalClaim& c) { return c.deleted; });
   });
-  return !drained_claim_deleted &&
-         std::none_of(claims.begin(), claims.end(),
-                      [](const ClaimPlan& c) { return c.source_deleted; });
+  if (drained_claim_deleted) return false;
+  if (path != Path::Rebind || !source_claim_deleted()) return !source_claim_deleted();
+  const Phase at = phase == Phase::Failed && failed_in ? *failed_in : phase;
+  if (at == Phase::ScalingUp || at == Phase::CleaningUp || at == Phase::Completed) return false;
+  return std::ranges::all_of(claims, [](const ClaimPlan& c) {
+    return !c.source_deleted || (!c.source_policy.empty() && !c.source_policy_restored);
+  });
+}
+
+bool Operation::source_claim_deleted() const {
+  return std::ranges::any_of(claims, [](const ClaimPlan& c) { return c.source_deleted; });
 }
 
 const OrdinalDrain* Operation::find_drain(int ordinal) const {

@@ -97,10 +97,20 @@ std::string_view to_string(OperationKind kind);
 std::optional<OperationKind> parse_kind(std::string_view text);
 
 // Expand: the StorageClass allows expansion and every change is a pure grow; no downtime.
-// Copy: scale down, back up, recreate, restore, scale up.
-enum class Path { Undecided, Expand, Copy };
+// Copy: the two-copy path: scale down, back up, recreate, restore (copy back), scale up.
+// Rebind: the same phases with one copy: BackingUp copies each claim into a claim of the target
+//   size and class, Recreating gives that copy's volume the claim's name (both volumes kept
+//   with reclaim policy Retain), Restoring checks each claim is bound to its copy, CleaningUp
+//   puts the volumes' reclaim policies back, which releases the old volume.
+enum class Path { Undecided, Expand, Copy, Rebind };
 std::string_view to_string(Path path);
 std::optional<Path> parse_path(std::string_view text);
+
+// The two volumes of a claim on the rebind path: its own (Source) and the backup claim's, which
+// becomes the claim's (Copy).
+enum class VolumeRole { Source, Copy };
+std::string_view to_string(VolumeRole role);
+std::optional<VolumeRole> parse_volume_role(std::string_view text);
 
 // One PVC of the StatefulSet that the operation resizes, with the progress made on it.
 struct ClaimPlan {
@@ -116,6 +126,10 @@ struct ClaimPlan {
   std::map<std::string, std::string> labels;
   std::vector<std::string> access_modes;
   std::string volume_mode;  // "" = not set
+  // Path::Rebind only, captured at planning: the source claim's volume, and its annotations
+  // less the binder's own (the rebound claim gets them; the two-copy path's does not).
+  std::string source_volume;
+  std::map<std::string, std::string> annotations;
 
   // Progress, changed only by recorded events.
   std::optional<TreeSummary> backup_verified;
@@ -127,6 +141,13 @@ struct ClaimPlan {
   std::string recreated_uid;
   std::optional<TreeSummary> restore_verified;
   bool expanded = false;
+  // Path::Rebind: each volume's own reclaim policy, written down when it was set to Retain
+  // ("" = not yet), and whether it was put back. The copy's volume is the backup claim's.
+  std::string source_policy;
+  std::string copy_volume;
+  std::string copy_policy;
+  bool source_policy_restored = false;
+  bool copy_policy_restored = false;
 
   friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
 };
@@ -194,6 +215,8 @@ struct Operation {
   // re-creating the StatefulSet, and whether the re-created object's uid has been recorded.
   std::vector<TemplateChange> template_changes;
   bool statefulset_recreated = false;
+  // Path::Copy only: why the rebind path was not taken ("" when it was not considered).
+  std::string rebind_unavailable;
   std::string failure;  // why it failed; empty unless a critical error happened
   // The phase the operation was in when it moved to Failed; nullopt in any other phase, and in
   // an annotation written by an stsresize that did not record it.
@@ -213,9 +236,16 @@ struct Operation {
 
   friend bool operator==(const Operation&, const Operation&) = default;
 
-  // True while no source claim has been deleted (a resize) and no drained claim (a drain):
-  // scaling back up, or stopping the drain, then keeps every byte.
+  // True while scaling back up, or stopping the drain, keeps every byte: no drained claim was
+  // deleted (a drain); no source claim was deleted (a resize), or, on the rebind path, before
+  // ScalingUp every deleted source's volume is kept (Retain, its policy not put back), so
+  // ScalingBack can give the claim its own volume again. From ScalingUp on the application
+  // writes on the copies, and scaling back would lose those writes.
   bool sources_intact() const;
+  // A source claim was deleted (on any path): the StatefulSet controller would create an empty
+  // claim of that name for a replica started now, so a broken fence is restored (states/fence.h)
+  // rather than the set scaled back up, and a scale-back first puts the claim back.
+  bool source_claim_deleted() const;
   const OrdinalDrain* find_drain(int ordinal) const;
   OrdinalDrain* find_drain(int ordinal);
   const ClaimPlan* find_claim(std::string_view claim) const;

@@ -66,6 +66,17 @@ Json encode_claim_plan(const ClaimPlan& claim) {
   };
   // Only when recorded, so that a state without it reads as it did before it existed.
   if (claim.backup_generation != 0) document["backupGeneration"] = claim.backup_generation;
+  // The rebind path's, only there (a two-copy state reads as before the rebind path existed).
+  if (!claim.source_volume.empty()) {
+    Json volumes{{"source", claim.source_volume},
+                 {"annotations", claim.annotations},
+                 {"sourcePolicy", claim.source_policy},
+                 {"copy", claim.copy_volume},
+                 {"copyPolicy", claim.copy_policy},
+                 {"sourcePolicyRestored", claim.source_policy_restored},
+                 {"copyPolicyRestored", claim.copy_policy_restored}};
+    document["volumes"] = std::move(volumes);
+  }
   return document;
 }
 
@@ -108,6 +119,27 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
   if (in.ok() && document.contains("backupGeneration")) {
     claim.backup_generation = in.integer("backupGeneration");
     if (in.ok() && claim.backup_generation < 0) in.fail(where + ": backupGeneration is negative");
+  }
+  if (in.ok() && document.contains("volumes")) {
+    StrictObject volumes{in.object("volumes"), where + ".volumes"};
+    claim.source_volume = volumes.string("source");
+    const Json& annotations = volumes.object("annotations");
+    if (volumes.ok()) {
+      for (const auto& [key, value] : annotations.items()) {
+        if (!value.is_string()) {
+          volumes.fail(where + ": annotation \"" + key + "\" must be a string");
+          break;
+        }
+        claim.annotations.emplace(key, value.get<std::string>());
+      }
+    }
+    claim.source_policy = volumes.string("sourcePolicy");
+    claim.copy_volume = volumes.string("copy");
+    claim.copy_policy = volumes.string("copyPolicy");
+    claim.source_policy_restored = volumes.boolean("sourcePolicyRestored");
+    claim.copy_policy_restored = volumes.boolean("copyPolicyRestored");
+    if (auto done = volumes.finish(); !done) in.fail(done.error());
+    if (in.ok() && claim.source_volume.empty()) in.fail(where + ".volumes: source is empty");
   }
   claim.source_deleted = in.boolean("sourceDeleted");
   claim.recreated_uid = in.string("recreatedUid");
@@ -256,6 +288,9 @@ Json encode_operation(const Operation& operation) {
     document["deleteAfterMs"] = static_cast<std::int64_t>(operation.delete_after.count());
   }
   if (!operation.warning.empty()) document["warning"] = operation.warning;
+  if (!operation.rebind_unavailable.empty()) {
+    document["rebindUnavailable"] = operation.rebind_unavailable;
+  }
   if (operation.awaiting) {
     document["awaitingApproval"] = Json{{"from", to_string(operation.awaiting->from)},
                                         {"to", to_string(operation.awaiting->to)},
@@ -362,6 +397,12 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
   if (in.ok() && document.contains("warning")) {
     op.warning = in.string("warning");
     if (in.ok() && op.warning.empty()) in.fail(where + ": \"warning\" is empty");
+  }
+  if (in.ok() && document.contains("rebindUnavailable")) {
+    op.rebind_unavailable = in.string("rebindUnavailable");
+    if (in.ok() && op.rebind_unavailable.empty()) {
+      in.fail(where + ": \"rebindUnavailable\" is empty");
+    }
   }
   if (in.ok() && document.contains("awaitingApproval")) {
     StrictObject awaiting{in.object("awaitingApproval"), where + ".awaitingApproval"};

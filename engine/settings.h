@@ -10,6 +10,10 @@ namespace stsresize {
 struct EngineSettings {
   // Copy Jobs running at once per operation (backup and restore each).
   int max_parallel_copies = 2;
+  // The copy path copies each claim once and gives the copied volume the claim's name (the
+  // rebind path, states/rebind.h) where the controller may: false always takes the two-copy
+  // path (copy to a backup claim, recreate the claim, copy back).
+  bool rebind = true;
   CopyJobSettings copy_job;
   // A claim still Pending this long after its phase began is a critical error (no provisioner,
   // no capacity): better to scale back than to wait forever with the application down.

@@ -15,10 +15,19 @@ namespace {
 
 using namespace steps;
 
+// The size and class of the backup claim: the source's on the two-copy path, the target's on the
+// rebind path, where the backup claim's volume becomes the claim's.
+const Quantity& backup_size(const Operation& op, const ClaimPlan& claim) {
+  return op.path == Path::Rebind ? claim.to_size : claim.from_size;
+}
+const std::string& backup_class(const Operation& op, const ClaimPlan& claim) {
+  return op.path == Path::Rebind ? claim.to_class : claim.from_class;
+}
+
 Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
   Json spec = {{"accessModes", claim.access_modes},
-               {"resources", {{"requests", {{"storage", claim.from_size.to_string()}}}}}};
-  if (!claim.from_class.empty()) spec["storageClassName"] = claim.from_class;
+               {"resources", {{"requests", {{"storage", backup_size(op, claim).to_string()}}}}}};
+  if (!backup_class(op, claim).empty()) spec["storageClassName"] = backup_class(op, claim);
   if (!claim.volume_mode.empty()) spec["volumeMode"] = claim.volume_mode;
   return Json{{"apiVersion", "v1"},
               {"kind", "PersistentVolumeClaim"},
@@ -49,11 +58,13 @@ std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan&
   auto storage_class = k8s::storage_class_name(backup);
   if (!size) return malformed(size.error());
   if (!storage_class) return malformed(storage_class.error());
-  if (*size != claim.from_size || storage_class->value_or("") != claim.from_class) {
+  const Quantity& wanted_size = backup_size(ctx.op, claim);
+  const std::string& wanted_class = backup_class(ctx.op, claim);
+  if (*size != wanted_size || storage_class->value_or("") != wanted_class) {
     return StepOutcome::critical("backup claim " + name + " has size " + size->to_string() +
                                  " and class \"" + storage_class->value_or("") +
-                                 "\" where this operation asked for " +
-                                 claim.from_size.to_string() + " and \"" + claim.from_class + "\"");
+                                 "\" where this operation asked for " + wanted_size.to_string() +
+                                 " and \"" + wanted_class + "\"");
   }
   if (being_deleted(backup)) {
     return StepOutcome::critical("backup claim " + name + " is being deleted by someone else");
@@ -94,7 +105,7 @@ StepOutcome backup_step(StepContext& ctx) {
   auto breach = fence_breach(ctx, intact_sources(ctx.op));
   if (!breach) return breach.error();
   if (*breach) {
-    if (!ctx.op.sources_intact()) return restore_fence(ctx, **breach);
+    if (ctx.op.source_claim_deleted()) return restore_fence(ctx, **breach);
     return StepOutcome::critical(
         "the fence was broken during BackingUp (" + describe(**breach) +
         "): a backup may miss what is written to its source, so it proves nothing; scaling back "
@@ -111,9 +122,9 @@ StepOutcome backup_step(StepContext& ctx) {
     auto backup = get_optional(ctx, backup_ref);
     if (!backup) return backup.error();
     if (!backup->has_value()) {
-      if (auto created =
-              create_intended(ctx, backup_ref, backup_claim_body(ctx.op, claim),
-                              "backup of " + claim.claim + ", " + claim.from_size.to_string());
+      if (auto created = create_intended(
+              ctx, backup_ref, backup_claim_body(ctx.op, claim),
+              "backup of " + claim.claim + ", " + backup_size(ctx.op, claim).to_string());
           !created) {
         return created.error();
       }

@@ -1,7 +1,10 @@
 // CleaningUp (the application is already back): delete the copy Jobs and the backup claims.
 // A backup claim is deleted only once its restore was verified: it is never deleted while it
 // may be the only copy of the data.
+// On the rebind path the volumes' own reclaim policies are put back last (states/rebind.h):
+// the old volume is released once its claim runs on the verified copy.
 #include "engine/naming.h"
+#include "states/rebind.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -27,6 +30,9 @@ StepOutcome cleanup_step(StepContext& ctx) {
       continue;
     }
     if (auto now = delete_ours_in_turn(ctx, {backup}, lingering)) return *now;
+    if (ctx.op.path == Path::Rebind) {
+      if (auto now = put_policies_back(ctx, claim)) return *now;
+    }
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
   return StepOutcome::done();

@@ -134,7 +134,9 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< BackingUp,        CriticalError,       Failed,           none,  Lost         >,
     Row< Recreating,       CriticalError,       ScalingBack,      none,  Intact       >,
     Row< Recreating,       CriticalError,       Failed,           none,  Lost         >,
-    Row< Restoring,        CriticalError,       Failed,           none,  none         >,
+    // Intact only on the rebind path (Operation::sources_intact): each claim's own volume kept
+    Row< Restoring,        CriticalError,       ScalingBack,      none,  Intact       >,
+    Row< Restoring,        CriticalError,       Failed,           none,  Lost         >,
     Row< ScalingUp,        CriticalError,       Failed,           none,  none         >,
     Row< CleaningUp,       CriticalError,       Failed,           none,  none         >,
     Row< Expanding,        CriticalError,       Failed,           none,  none         >,
@@ -144,6 +146,7 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact       >,
     Row< BackingUp,        Abort,               ScalingBack,      none,  Intact       >,
     Row< Recreating,       Abort,               ScalingBack,      none,  Intact       >,
+    Row< Restoring,        Abort,               ScalingBack,      none,  Intact       >,
     // A person's skip: CleaningUp only (check_skip() in engine/actions/rules.h says why)
     Row< CleaningUp,       Skip,                Completed,        none,  none         >,
     // A person's retry after the sources were replaced: back to the phase it failed in

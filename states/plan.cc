@@ -6,9 +6,75 @@
 
 namespace stsresize {
 
+namespace {
+
+using namespace steps;
+
+// The binder's and the provisioner's own annotations: the rebound claim gets its own from them.
+bool binders_annotation(std::string_view key) {
+  return key.starts_with("pv.kubernetes.io/") ||
+         key == "volume.beta.kubernetes.io/storage-provisioner" ||
+         key == "volume.kubernetes.io/storage-provisioner" ||
+         key == "volume.kubernetes.io/selected-node";
+}
+
+// Whether the copy path may be the rebind path (engine/operation.h, states/rebind.h), filling
+// in what it needs of each claim: "" when it may, else why not, for people. It needs each
+// claim bound, rights to read and patch PersistentVolumes (a namespace-scoped installation has
+// none), and no ReadWriteOncePod claim.
+std::expected<std::string, StepOutcome> choose_rebind(StepContext& ctx,
+                                                      const std::vector<Json>& live,
+                                                      std::vector<ClaimPlan>& planned) {
+  if (!ctx.settings.rebind) return std::string{"the controller runs with --no-rebind"};
+  std::vector<ClaimPlan> filled = planned;
+  bool probed = false;
+  for (ClaimPlan& claim : filled) {
+    if (std::ranges::find(claim.access_modes, "ReadWriteOncePod") != claim.access_modes.end()) {
+      return "claim " + claim.claim + " is ReadWriteOncePod";
+    }
+    const auto found = std::ranges::find_if(
+        live, [&](const Json& c) { return k8s::name(c).value_or("") == claim.claim; });
+    if (found == live.end()) return "claim " + claim.claim + " is not bound";
+    claim.source_volume = k8s::volume_name(*found).value_or("");
+    if (claim.source_volume.empty() || k8s::pvc_phase(*found).value_or("") != "Bound") {
+      return "claim " + claim.claim + " is not bound";
+    }
+    const ObjectRef volume{Kind::PersistentVolume, "", claim.source_volume};
+    auto read = ctx.kube.get(volume);
+    if (!read && read.error().code == KubeErrorCode::Forbidden) {
+      return std::string{
+          "reading PersistentVolumes is forbidden (a namespace-scoped "
+          "installation has no cluster-level rights)"};
+    }
+    if (!read) return std::unexpected(from_error(read.error(), "reading " + to_string(volume)));
+    if (!probed) {
+      // An empty merge patch changes nothing but is authorized like any other.
+      auto patched = ctx.kube.patch(volume, PatchType::Merge, Json::object());
+      if (!patched && patched.error().code == KubeErrorCode::Forbidden) {
+        return std::string{
+            "patching PersistentVolumes is forbidden (the rebind path sets their "
+            "reclaim policy and reserves a copy for its claim)"};
+      }
+      if (!patched) {
+        return std::unexpected(from_error(patched.error(), "patching " + to_string(volume)));
+      }
+      probed = true;
+    }
+    if (auto annotations = k8s::annotations(*found); annotations) {
+      for (const auto& [key, value] : *annotations) {
+        if (!binders_annotation(key)) claim.annotations.emplace(key, value);
+      }
+    }
+  }
+  planned = std::move(filled);
+  return std::string{};
+}
+
+}  // namespace
+
 StepOutcome plan_step(StepContext& ctx) {
-  using namespace steps;
   if (ctx.op.path != Path::Undecided) {
+    // The rebind path is the copy path's phases with one copy.
     return StepOutcome::done(ctx.op.path == Path::Expand ? Trigger::PlannedExpand
                                                          : Trigger::PlannedCopy);
   }
@@ -21,7 +87,15 @@ StepOutcome plan_step(StepContext& ctx) {
                   : plan_resize(ctx.statefulset, claims->items, StorageClassesUnknown{});
   if (!plan) return StepOutcome::critical(plan.error());
   if (!plan->has_value()) return StepOutcome::critical("nothing to resize any more");
-  if (auto recorded = ctx.journal.commit(entries::Planned{(*plan)->path, (*plan)->claims});
+  std::string rebind_unavailable;
+  if ((*plan)->path == Path::Copy) {
+    auto why_not = choose_rebind(ctx, claims->items, (*plan)->claims);
+    if (!why_not) return why_not.error();
+    rebind_unavailable = *why_not;
+    if (rebind_unavailable.empty()) (*plan)->path = Path::Rebind;
+  }
+  if (auto recorded =
+          ctx.journal.commit(entries::Planned{(*plan)->path, (*plan)->claims, rebind_unavailable});
       !recorded) {
     return StepOutcome::transient(recorded.error());
   }
@@ -51,6 +125,12 @@ StepOutcome plan_step(StepContext& ctx) {
   if (!classes->has_value()) {
     ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Normal, kStorageClassesUnreadable,
                       std::string{kStorageClassesUnreadableWhy});
+  }
+  if (!rebind_unavailable.empty()) {
+    ctx.events.record(
+        statefulset_ref(ctx.op), EventSeverity::Normal, "RebindUnavailable",
+        "operation " + ctx.op.id +
+            " takes the two-copy path (copy to a backup claim and back): " + rebind_unavailable);
   }
   return StepOutcome::waiting(Duration{0});
 }

@@ -292,7 +292,11 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
     std::string message = transition + ": " + reason;
     // Once a source claim was replaced, whoever answers this Warning must know that stsresize
     // did not scale back, and where the data now is.
-    if (*next == Phase::Failed && !op_.sources_intact() && op_.kind == OperationKind::Resize) {
+    if (*next == Phase::Failed && op_.path == Path::Rebind && !kept_volumes_hint(op_).empty()) {
+      message += "; the claims not on their copy keep their data on volumes kept Retain (" +
+                 kept_volumes_hint(op_) + ")";
+    } else if (*next == Phase::Failed && !op_.sources_intact() &&
+               op_.kind == OperationKind::Resize) {
       message +=
           "; source claims were replaced, so nothing was scaled back: the data of every "
           "claim not yet restored is in its backup claim (" +
@@ -317,8 +321,11 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                    "; deleting the cleanup pods, keeping every claim");
   } else if (event == Trigger::Abort) {
     emit_event(EventSeverity::Normal, kind_reason("Aborting"),
-               "operation " + op_.id + ": " + transition + ": " + reason + "; scaling back to " +
-                   std::to_string(op_.original_replicas) +
+               "operation " + op_.id + ": " + transition + ": " + reason + "; " +
+                   (op_.source_claim_deleted()
+                        ? "putting each claim whose source was deleted back on its own volume, "
+                        : "") +
+                   "scaling back to " + std::to_string(op_.original_replicas) +
                    " replicas and removing this operation's Jobs and backup claims");
   } else if (*next == Phase::Failed && op_.kind == OperationKind::Drain) {
     emit_event(EventSeverity::Warning, kind_reason(op_.aborted_by.empty() ? "Failed" : "Aborted"),

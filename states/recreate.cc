@@ -6,8 +6,11 @@
 // (ScalingBack), after a source was deleted the fence is set again. A source still intact whose
 // backup was verified at another fence generation goes back to BackingUp (BackupStale) before
 // any further source is deleted.
+// On the rebind path (states/rebind.h) both volumes are kept (Retain) before the source is
+// deleted, and the claim is created again on its copy's volume instead of empty.
 #include "engine/naming.h"
 #include "states/fence.h"
+#include "states/rebind.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -130,7 +133,7 @@ StepOutcome recreate_step(StepContext& ctx) {
   auto breach = fence_breach(ctx, planned_claims(ctx.op));
   if (!breach) return breach.error();
   if (*breach) {
-    if (!ctx.op.sources_intact()) return restore_fence(ctx, **breach);
+    if (ctx.op.source_claim_deleted()) return restore_fence(ctx, **breach);
     return StepOutcome::critical(
         "the fence was broken during Recreating before any source claim "
         "was deleted (" +
@@ -150,10 +153,14 @@ StepOutcome recreate_step(StepContext& ctx) {
       return StepOutcome::done(Trigger::BackupStale);
     }
   }
+  const bool rebind = ctx.op.path == Path::Rebind;
   for (const ClaimPlan& claim : ctx.op.claims) {
     if (!claim.recreated_uid.empty()) continue;
+    if (rebind && !claim.source_deleted) {
+      if (auto now = keep_volumes(ctx, claim)) return *now;
+    }
     if (!claim.source_deleted) return delete_source(ctx, claim);
-    return recreate_claim(ctx, claim);
+    return rebind ? rebind_claim(ctx, claim) : recreate_claim(ctx, claim);
   }
   return StepOutcome::done();
 }

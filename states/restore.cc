@@ -3,8 +3,11 @@
 // (states/fence.h) holds until every restore is verified: a scale-up here would run the
 // application on claims still empty or half restored, so the replicas go back to 0, and a copy
 // Job that ran while the fence was broken is taken again.
+// On the rebind path nothing is copied back: each claim is checked to be Bound to its copy's
+// volume (states/rebind.h).
 #include "engine/naming.h"
 #include "states/fence.h"
+#include "states/rebind.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -38,6 +41,10 @@ StepOutcome restore_step(StepContext& ctx) {
   for (const ClaimPlan& claim : ctx.op.claims) {
     if (claim.restore_verified) continue;
     all_verified = false;
+    if (ctx.op.path == Path::Rebind) {
+      if (auto now = check_rebound(ctx, claim)) return *now;
+      continue;
+    }
     // Given up (below): Recreating creates it again.
     if (claim.recreated_uid.empty()) return StepOutcome::done(Trigger::RecreateAgain);
     auto target = get_optional(ctx, claim_ref(ctx.op, claim.claim));

@@ -2,13 +2,22 @@
 // check the sources once more, restore the original replica count, then remove this
 // operation's Jobs and backup claims — with the sources intact a backup is never the only
 // copy of the data.
+// On the rebind path a deleted source is put back first: the claim created again on its own
+// volume, kept Retain (states/rebind.h); after the deletes, the volumes' own policies.
 #include "engine/naming.h"
+#include "states/rebind.h"
 #include "states/step_support.h"
 
 namespace stsresize {
 
 StepOutcome scale_back_step(StepContext& ctx) {
   using namespace steps;
+  if (ctx.op.path == Path::Rebind) {
+    for (const ClaimPlan& claim : ctx.op.claims) {
+      if (!claim.source_deleted) continue;
+      if (auto now = put_back(ctx, claim)) return *now;
+    }
+  }
   for (const ClaimPlan& claim : ctx.op.claims) {
     auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
     if (!source) return source.error();
@@ -34,6 +43,11 @@ StepOutcome scale_back_step(StepContext& ctx) {
     }
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
+  if (ctx.op.path == Path::Rebind) {
+    for (const ClaimPlan& claim : ctx.op.claims) {
+      if (auto now = put_policies_back(ctx, claim)) return *now;
+    }
+  }
   return StepOutcome::done(Trigger::ScaleBackDone);
 }
 

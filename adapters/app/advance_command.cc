@@ -527,10 +527,17 @@ int abort_branch(const Attempt& at) {
           ? "move to StoppingDrain: delete the drain's cleanup pods, keep every claim, and end "
             "in Failed (\"" +
                 abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")"
-          : "move to ScalingBack: scale back to " + std::to_string(op.original_replicas) +
+          : "move to ScalingBack: " +
+                std::string{op.source_claim_deleted()
+                                ? "put each claim whose source was deleted back on its own "
+                                  "volume (kept Retain), "
+                                : ""} +
+                "scale back to " + std::to_string(op.original_replicas) +
                 " replicas on the source claims, delete this operation's copy Jobs and backup "
-                "claims, and end in Failed (\"" +
-                abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")";
+                "claims" +
+                (op.path == Path::Rebind ? ", put the volumes' reclaim policies back" : "") +
+                ", and end in Failed (\"" + abort_failure(at.who, op.phase) + "\", label " +
+                std::string{kFailedLabel} + ")";
   if (at.options.dry_run) {
     at.out << "dry run: would abort operation " << op.id << " on " << at.sts() << " in phase "
            << to_string(op.phase) << " as " << at.who << *replacing << "\n"

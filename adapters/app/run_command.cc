@@ -125,6 +125,9 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
   run->add_option("--max-parallel-copies", flags.max_parallel_copies,
                   "Copy Jobs running at once per operation")
       ->capture_default_str();
+  run->add_flag("--no-rebind", flags.no_rebind,
+                "Always take the two-copy path (copy to a backup claim, recreate the claim, copy "
+                "back), even where the controller may rebind the copied volume (one copy)");
   run->add_option("--max-parallel-drains", flags.max_parallel_drains,
                   "Cleanup pods running at once per scale-down drain (OrderedReady sets: 1)")
       ->capture_default_str();
@@ -211,6 +214,7 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
   if (flags.drain_restart_limit < 0) return named("drain-restart-limit", "must not be negative");
   config.workers = flags.max_concurrent_operations;
   config.engine.max_parallel_copies = flags.max_parallel_copies;
+  config.engine.rebind = !flags.no_rebind;
   config.engine.max_parallel_drains = flags.max_parallel_drains;
   config.engine.drain_restart_limit = flags.drain_restart_limit;
   if (!flags.sync_image.empty()) config.engine.copy_job.image = flags.sync_image;

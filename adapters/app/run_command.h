@@ -33,6 +33,7 @@ struct RunFlags {
   std::string journal = "/var/lib/stsresize/journal.db";
   int max_concurrent_operations = 4;
   int max_parallel_copies = 2;
+  bool no_rebind = false;
   int max_parallel_drains = 2;
   int drain_restart_limit = 5;
   std::string sync_image{};  // empty: the engine's default

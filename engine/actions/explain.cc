@@ -431,6 +431,16 @@ std::string backups_hint(const Operation& op) {
          std::string{kBackupPurpose};
 }
 
+std::string kept_volumes_hint(const Operation& op) {
+  std::string hint;
+  for (const ClaimPlan& claim : op.claims) {
+    if (!claim.source_deleted || claim.restore_verified) continue;
+    hint += (hint.empty() ? "" : "; ") + claim.claim + ": its own volume " + claim.source_volume;
+    if (!claim.copy_volume.empty()) hint += ", its verified copy " + claim.copy_volume;
+  }
+  return hint;
+}
+
 std::string abort_failure(std::string_view by, Phase phase) {
   return "aborted by " + std::string{by} + " in " + std::string{to_string(phase)};
 }

@@ -23,6 +23,10 @@ std::string advance_command_line(Action action, std::string_view ns, std::string
 std::string watch_hint(std::string_view ns, std::string_view name);
 // "kubectl -n NS get pvc -l stsresize.dev/operation=ID,stsresize.dev/purpose=backup"
 std::string backups_hint(const Operation& op);
+// The rebind path: where the data of each claim whose source was deleted and that is not on its
+// verified copy yet is, both volumes kept (Retain): "data-web-0: its own volume pvc-1, its
+// verified copy pvc-2". Empty when none.
+std::string kept_volumes_hint(const Operation& op);
 
 // The failure an abort leaves in the operation: "aborted by alice in BackingUp".
 std::string abort_failure(std::string_view by, Phase phase);

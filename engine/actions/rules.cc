@@ -104,7 +104,10 @@ Verdict check_abort(const Operation& op, const TransitionRules& rules,
   }
   // The Abort row's guard: a scale back onto the sources needs every one of them (a drain's
   // stop, every drained claim).
-  const bool intact = r.deleted.empty() && r.going.empty() && op.sources_intact();
+  // On the rebind path a deleted source's volume is kept (Operation::sources_intact says
+  // until when): ScalingBack puts the claim back on it.
+  const bool intact =
+      (r.deleted.empty() || op.path == Path::Rebind) && r.going.empty() && op.sources_intact();
   const bool allowed = std::ranges::any_of(
       kAllPhases, [&](Phase to) { return rules.allowed(op.phase, Trigger::Abort, intact, to); });
   if (!allowed) return std::unexpected(r);

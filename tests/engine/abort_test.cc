@@ -27,7 +27,7 @@ class Abort : public ::testing::Test {
   ResizeWorld world;
   MemoryJournal journal;
   std::unique_ptr<Reconciler> reconciler =
-      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
   AdvanceCli advance{world};
 
   void run_to_idle() { reconcile_to_idle(*reconciler, world, 300); }
@@ -283,7 +283,7 @@ TEST_F(Abort, ACrashBetweenTheJournalAndTheAnnotationStillEndsRolledBack) {
     SCOPED_TRACE(journal_kept ? "journal kept" : "journal lost");
     ResizeWorld fresh;
     MemoryJournal first_journal;
-    Reconciler first{fresh.kube, first_journal, fresh.clock, fresh.events};
+    Reconciler first{fresh.kube, first_journal, fresh.clock, fresh.events, two_copies()};
     fresh.seed(/*expandable=*/false);
     std::map<std::string, std::string> uids;
     for (const std::string& name : fresh.claim_names()) {
@@ -315,7 +315,7 @@ TEST_F(Abort, ACrashBetweenTheJournalAndTheAnnotationStillEndsRolledBack) {
 
     MemoryJournal lost;
     Journal& journal_now = journal_kept ? static_cast<Journal&>(first_journal) : lost;
-    Reconciler second{fresh.kube, journal_now, fresh.clock, fresh.events};
+    Reconciler second{fresh.kube, journal_now, fresh.clock, fresh.events, two_copies()};
     for (int r = 0; r < 100 && !second.reconcile(kNs, kSts).is(ReconcileResult::Kind::Idle); ++r) {
       fresh.settle(2);
     }

@@ -17,7 +17,7 @@ class CopyFailure : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, two_copies()};
 
   Phase phase() {
     auto op = read_operation(world.live_sts());

@@ -2,7 +2,8 @@
 // fake's mutation budget makes every later call fail) and a new engine, built from the
 // cluster and the journal (or from the cluster alone, with a fresh journal), must converge —
 // without deleting data before a verified copy exists, without creating anything twice, and,
-// for an explicit request, without ever losing the StatefulSet's definition.
+// for an explicit request, without ever losing the StatefulSet's definition. The copy path is
+// the rebind path unless a scenario says two copies; both end with every volume as it began.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -35,6 +36,10 @@ struct Scenario {
   Outcome outcome = Outcome::Completed;
   ResizeTrigger trigger = ResizeTrigger::Template;
   std::string mode{};  // stsresize.dev/mode; empty: not set (auto)
+  // The copy path: the rebind path (one copy) unless the controller may not rebind.
+  bool two_copies = false;
+  // With mode manual: a person aborts, instead of approving, what waits to leave this phase.
+  std::optional<Phase> abort_in = std::nullopt;
 };
 
 ObjectRef definition_ref() {
@@ -62,6 +67,7 @@ void expect_templates(const Json& statefulset, const std::string& size) {
 EngineSettings settings_for(const Scenario& scenario) {
   EngineSettings settings;
   settings.poll_interval = std::chrono::seconds{2};
+  settings.rebind = !scenario.two_copies;
   // One attempt per copy, so that an injected failure fails the Job.
   if (scenario.failing_job_pods > 0 || scenario.corrupt_copy) settings.copy_job.backoff_limit = 0;
   return settings;
@@ -85,9 +91,22 @@ void watch(ResizeWorld& world, Watch& out) {
         sources.contains(m.ref.name)) {
       ++out.source_deletes;
       const auto backup = world.cluster.volume_files(world.claim(naming::backup_claim(m.ref.name)));
-      if (!backup || *backup != world.original_files.at(m.ref.name)) {
+      // The rebind path's scale-back deletes the claim on the copy once its own volume, kept
+      // Retain, holds the data: so must a volume other than the claim's.
+      const auto live = world.kube.get_raw(world.claim(m.ref.name));
+      const std::string own = live ? live->at("spec").value("volumeName", "") : "";
+      bool kept_elsewhere = false;
+      for (const Json& volume : world.kube.list_raw(Kind::PersistentVolume)) {
+        const std::string name = volume["metadata"]["name"];
+        kept_elsewhere =
+            kept_elsewhere ||
+            (name != own && volume["spec"].value("persistentVolumeReclaimPolicy", "") == "Retain" &&
+             world.cluster.persistent_volume_files(name) == world.original_files.at(m.ref.name));
+      }
+      if ((!backup || *backup != world.original_files.at(m.ref.name)) && !kept_elsewhere) {
         out.violations.push_back("source " + m.ref.name +
-                                 " deleted without a backup holding identical content");
+                                 " deleted without a backup or a kept volume holding identical "
+                                 "content");
       }
     }
     if (m.ref.kind == Kind::StatefulSet &&
@@ -113,7 +132,8 @@ void watch(ResizeWorld& world, Watch& out) {
 
 enum class Stop { Idle, Crashed, Terminal, OutOfRounds };
 
-Stop drive(ResizeWorld& world, Reconciler& reconciler, std::optional<int> crash_after) {
+Stop drive(ResizeWorld& world, Reconciler& reconciler, std::optional<int> crash_after,
+           std::optional<Phase> abort_in = std::nullopt) {
   Stop stop = Stop::OutOfRounds;
   int round = 0;
   // Terminal is told from a crash here, not failed at once by reconcile_until: the crash is
@@ -129,8 +149,12 @@ Stop drive(ResizeWorld& world, Reconciler& reconciler, std::optional<int> crash_
            stop = Stop::Terminal;
          } else if (result.is(ReconcileResult::Kind::Idle) &&
                     // A person approves what waits (stsresize.dev/mode manual or step), then it
-                    // goes on.
-                    !approve_waiting(world, "operator", "nonce-" + std::to_string(round))) {
+                    // goes on; or aborts it.
+                    !approve_waiting(
+                        world, "operator", "nonce-" + std::to_string(round),
+                        abort_in && awaiting(world) && awaiting(world)->from == *abort_in
+                            ? Action::Abort
+                            : Action::Approve)) {
            stop = Stop::Idle;
          }
          ++round;
@@ -142,14 +166,34 @@ Stop drive(ResizeWorld& world, Reconciler& reconciler, std::optional<int> crash_
   return stop;
 }
 
-void expect_no_double_creation(const ResizeWorld& world) {
+// `claims_twice`: the rebind path's scale-back creates each claim a second time, on its own
+// volume.
+void expect_no_double_creation(const ResizeWorld& world, bool claims_twice) {
   std::map<std::string, int> creations;
   for (const Mutation& m : world.kube.history()) {
     if (m.actor == Actor::Client && m.verb == Verb::Create) {
       ++creations[std::string{to_string(m.ref.kind)} + " " + m.ref.name];
     }
   }
-  for (const auto& [what, count] : creations) EXPECT_EQ(count, 1) << what << " created twice";
+  for (const auto& [what, count] : creations) {
+    const bool a_claim = std::ranges::any_of(world.claim_names(), [&](const std::string& name) {
+      return what == "PersistentVolumeClaim " + name;
+    });
+    EXPECT_EQ(count, claims_twice && a_claim ? 2 : 1) << what << " created " << count << " times";
+  }
+}
+
+// Every volume as it began: bound, with its class's reclaim policy (Delete) put back; no volume
+// left over (a copy or an old volume, once the PV controller has deleted what was released:
+// the operation does not wait for it; the caller lets the cluster tick).
+void expect_volumes_as_they_began(const ResizeWorld& world) {
+  const auto volumes = world.kube.list_raw(Kind::PersistentVolume);
+  EXPECT_EQ(volumes.size(), world.claim_names().size());
+  for (const Json& volume : volumes) {
+    EXPECT_EQ(volume["status"].value("phase", ""), "Bound") << volume["metadata"]["name"];
+    EXPECT_EQ(volume["spec"].value("persistentVolumeReclaimPolicy", ""), "Delete")
+        << volume["metadata"]["name"];
+  }
 }
 
 void expect_nothing_of_ours_left(const ResizeWorld& world) {
@@ -181,7 +225,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
   if (scenario.expandable) {
     EXPECT_FALSE(watched.replicas_dropped);
   }
-  expect_no_double_creation(world);
+  expect_no_double_creation(world, scenario.abort_in && !scenario.two_copies);
   if (scenario.expandable) {
     // Expansion, and the Orphan re-create of an explicit request, restart no pod.
     EXPECT_EQ(pod_uids(world), watched.pods_at_start);
@@ -195,6 +239,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
     EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
   }
   EXPECT_EQ(sts["spec"]["replicas"], kReplicas);
+  world.settle(2);  // ScalingBack does not wait for Ready
   EXPECT_EQ(world.ready_replicas(), kReplicas);
   const Json& annotations = sts["metadata"]["annotations"];
   const Quantity target = *Quantity::parse(scenario.outcome == Outcome::Completed ? "2Gi" : "1Gi");
@@ -205,6 +250,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
     EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name)) << name;
   }
   expect_nothing_of_ours_left(world);
+  expect_volumes_as_they_began(world);
   if (scenario.outcome == Outcome::Completed) {
     EXPECT_FALSE(annotations.contains(std::string{kStateAnnotation}));
     EXPECT_FALSE(annotations.contains(std::string{kPhaseAnnotation}));
@@ -253,7 +299,7 @@ int clean_run(const Scenario& scenario) {
   });
   {
     Reconciler reconciler{world.kube, journal, world.clock, world.events, settings_for(scenario)};
-    EXPECT_EQ(drive(world, reconciler, std::nullopt), Stop::Idle);
+    EXPECT_EQ(drive(world, reconciler, std::nullopt, scenario.abort_in), Stop::Idle);
   }
   EXPECT_TRUE(unjournaled.empty()) << "acted before journaling the intent: " << unjournaled.front();
   if (!scenario.expandable) {
@@ -262,9 +308,19 @@ int clean_run(const Scenario& scenario) {
   expect_outcome(world, journal, watched, scenario);
   // The scenario really took the path it is named after.
   const bool copied = !scenario.expandable && scenario.outcome == Outcome::Completed;
-  EXPECT_EQ(watched.source_deletes, copied ? 6 : 0);
+  const bool put_back = scenario.abort_in && !scenario.two_copies;
+  EXPECT_EQ(watched.source_deletes, copied ? 6 : put_back ? 12 : 0);
+  // One copy per claim on the rebind path; a backup and a restore on the two-copy path.
+  int copy_jobs = 0;
+  for (const Mutation& m : world.kube.history()) {
+    copy_jobs += m.actor == Actor::Client && m.verb == Verb::Create && m.ref.kind == Kind::Job;
+  }
+  if (copied) {
+    EXPECT_EQ(copy_jobs, scenario.two_copies ? 12 : 6);
+  }
   EXPECT_EQ(watched.statefulset_deletes, scenario.trigger == ResizeTrigger::Request ? 1 : 0);
-  EXPECT_EQ(world.events.contains("ResizeFailed"), scenario.outcome == Outcome::Failed);
+  EXPECT_EQ(world.events.contains(scenario.abort_in ? "ResizeAborted" : "ResizeFailed"),
+            scenario.outcome == Outcome::Failed);
   if (scenario.outcome == Outcome::Failed) {
     bool scaled_back = false;
     for (const auto& e : world.events.events()) {
@@ -304,7 +360,7 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   world.kube.set_mutation_budget(k);
   {
     Reconciler reconciler{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
-    ASSERT_EQ(drive(world, reconciler, k), Stop::Crashed);
+    ASSERT_EQ(drive(world, reconciler, k, scenario.abort_in), Stop::Crashed);
   }
   world.kube.set_mutation_budget(std::nullopt);
   // The definition survives every crash: the StatefulSet, or else the ConfigMap, holds it.
@@ -331,7 +387,7 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   }
   {
     Reconciler reconciler{world.kube, *journal, world.clock, world.events, settings_for(scenario)};
-    ASSERT_EQ(drive(world, reconciler, std::nullopt), Stop::Idle);
+    ASSERT_EQ(drive(world, reconciler, std::nullopt, scenario.abort_in), Stop::Idle);
   }
   expect_outcome(world, *journal, watched, scenario,
                  fate == JournalFate::Lost && finished_before_crash);
@@ -365,6 +421,26 @@ const Scenario kCopyRequested{.trigger = ResizeTrigger::Request};
 const Scenario kExpandRequested{.expandable = true, .trigger = ResizeTrigger::Request};
 const Scenario kCopyManual{.mode = "manual"};
 const Scenario kCopyStep{.mode = "step"};
+const Scenario kTwoCopies{.two_copies = true};
+const Scenario kTwoCopiesRequested{.trigger = ResizeTrigger::Request, .two_copies = true};
+// An abort once every claim is on its copy, before the application ran on it: the rebind path
+// puts each claim back on its own volume.
+const Scenario kRebindAbortedInRestoring{
+    .outcome = Outcome::Failed, .mode = "manual", .abort_in = Phase::Restoring};
+
+TEST(CrashResume, TwoCopyPathConvergesAfterACrashAtEverySideEffect) {
+  every_k(kTwoCopies, JournalFate::Kept);
+  every_k(kTwoCopies, JournalFate::Lost);
+}
+
+TEST(CrashResume, TwoCopyPathExplicitRequestNeverLosesTheDefinitionAtAnyCrash) {
+  every_k(kTwoCopiesRequested, JournalFate::Kept, /*sqlite=*/false, /*stride=*/3);
+}
+
+TEST(CrashResume, RebindAbortPutsEveryClaimBackOnItsOwnVolumeAfterEveryCrash) {
+  every_k(kRebindAbortedInRestoring, JournalFate::Kept);
+  every_k(kRebindAbortedInRestoring, JournalFate::Lost);
+}
 
 TEST(CrashResume, CopyPathConvergesAfterACrashAtEverySideEffect) {
   every_k(kCopy, JournalFate::Kept);

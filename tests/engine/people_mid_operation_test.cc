@@ -28,7 +28,7 @@ class PeopleMidOperation : public ::testing::Test {
   ResizeWorld world;
   MemoryJournal journal;
   std::unique_ptr<Reconciler> reconciler =
-      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
 
   // Reconciles, letting the cluster move, until the engine rests (Idle or Terminal).
   // kubectl delete sts web (the cluster working for `settle` rounds), then kubectl apply of its
@@ -171,7 +171,7 @@ TEST_F(PeopleMidOperation, AScaleUpAndDownWhileTheControllerWasAwayIsCopiedAgain
   world.cluster.write_file(world.claim(late), "app/while-away.log", "written while away");
   scale_to(0);
   world.settle(5);
-  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
   auto_mode();
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data({{late, {{"app/while-away.log", "written while away"}}}});
@@ -233,7 +233,7 @@ TEST_F(PeopleMidOperation, WithTheJournalLostTooNoOperationStartsOverItsBackups)
   auto_mode();
   remove_state();
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   const int before = world.kube.mutations();
   const ReconcileResult result = reconciler->reconcile(kNs, kSts);
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
@@ -259,7 +259,7 @@ TEST_F(PeopleMidOperation,
   auto_mode();
   remove_state();
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data();
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
@@ -279,7 +279,7 @@ TEST_F(PeopleMidOperation, AnUnreadableOriginalReplicasMarkIsRefusedAndChangesNo
     live["metadata"]["annotations"][std::string{kOriginalReplicasAnnotation}] = "three";
   });
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   const int before = world.kube.mutations();
   const ReconcileResult result = reconciler->reconcile(kNs, kSts);
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
@@ -306,7 +306,7 @@ TEST_F(PeopleMidOperation, AnOriginalReplicasMarkIsDroppedOnceTheSetRunsAgain) {
   });
   scale_to(kReplicas);
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
   EXPECT_TRUE(empty.operations()->empty());
@@ -450,7 +450,7 @@ TEST_F(PeopleMidOperation, ALeaderBackWithAStaleJournalKeepsTheBackupsOfClaimsIt
   ASSERT_TRUE(live_operation()->find_claim(naming::claim_name("data", kSts, 0))->source_deleted);
   // Leader B, with its own journal, deletes and recreates every other source.
   MemoryJournal other_journal;
-  Reconciler other{world.kube, other_journal, world.clock, world.events};
+  Reconciler other{world.kube, other_journal, world.clock, world.events, two_copies()};
   for (int i = 0; i < 100 && live_operation()->awaiting == std::nullopt; ++i) {
     (void)other.reconcile(kNs, kSts);
     world.settle(2);

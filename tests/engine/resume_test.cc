@@ -23,7 +23,7 @@ namespace {
 using namespace testing;
 
 EngineSettings one_attempt_per_copy() {
-  EngineSettings settings;
+  EngineSettings settings = two_copies();
   settings.copy_job.backoff_limit = 0;
   return settings;
 }

@@ -1,4 +1,5 @@
-// A seeded, reproducible simulation of copy-path resizes while people and their tools act, in
+// A seeded, reproducible simulation of copy-path resizes (the two-copy path and the rebind path,
+// each with every seed) while people and their tools act, in
 // the manner of FoundationDB's and TigerBeetle's deterministic simulations: the simulated
 // cluster and the manual clock make every run a function of its seed. Between reconciles, at
 // random, the application writes through its running pods, a GitOps tool puts spec.replicas
@@ -14,7 +15,8 @@
 // After each run:
 //   - no claim was deleted while a pod other than the operation's copy Jobs mounted it;
 //   - every write the application made through a running pod is on the final claim of that
-//     name, or in its retained backup claim (a write onto a recreated claim before its restore
+//     name, or in its retained backup claim, or on a volume kept for a person (Retain, bound to
+//     no claim: the rebind path's) (a write onto a recreated claim before its restore
 //     was verified is not kept: the restore replaces it; README "When people and tools act");
 //     a claim whose backup a person deleted while it was the only copy of its data is not
 //     checked (that data is gone by the person's hand);
@@ -61,7 +63,16 @@ struct SimulatedRun {
 
 class Simulation {
  public:
-  explicit Simulation(std::uint64_t seed) : rng_(seed) { run_.seed = seed; }
+  Simulation(std::uint64_t seed, Path path) : rng_(seed) {
+    run_.seed = seed;
+    settings_.rebind = path == Path::Rebind;
+    reconciler_ = make_reconciler(*journal_);
+  }
+
+  std::unique_ptr<Reconciler> make_reconciler(MemoryJournal& journal) {
+    return std::make_unique<Reconciler>(world_.kube, journal, world_.clock, world_.events,
+                                        settings_);
+  }
 
   SimulatedRun run() {
     world_.seed(/*expandable=*/false);
@@ -412,8 +423,7 @@ class Simulation {
       }
       case Action::Crash:
         act("controller crash (in " + phase + ")");
-        reconciler_ =
-            std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
+        reconciler_ = make_reconciler(*journal_);
         break;
       case Action::LoseJournal:
         if (journal_lost_) return;
@@ -421,8 +431,7 @@ class Simulation {
         journal_lost_ = true;
         old_journals_.push_back(std::move(journal_));
         journal_ = std::make_unique<MemoryJournal>();
-        reconciler_ =
-            std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
+        reconciler_ = make_reconciler(*journal_);
         break;
       case Action::ScaleDown: {
         // kubectl scale --replicas=1 (or 0): through the API, so the generation moves.
@@ -441,8 +450,7 @@ class Simulation {
         act("a second controller with an empty journal reconciles too, for " +
             std::to_string(rounds) + " rounds (in " + phase + ")");
         second_journal_ = std::make_unique<MemoryJournal>();
-        second_ = std::make_unique<Reconciler>(world_.kube, *second_journal_, world_.clock,
-                                               world_.events);
+        second_ = make_reconciler(*second_journal_);
         second_until_ = round + rounds;
         break;
       }
@@ -525,30 +533,40 @@ class Simulation {
                         status.starts_with("rejected: annotation " +
                                            std::string{kOriginalReplicasAnnotation}))) ||
         (has_state && !unwritten_state(**final_op).empty());
-    // Every kept write is on the claim of that name, or in its backup claim.
-    for (const auto& [claim, files] : expected_) {
-      if (destroyed_.contains(claim)) continue;
-      const auto final_files = world_.cluster.volume_files(world_.claim(claim));
-      const auto backup = world_.cluster.volume_files(world_.claim(naming::backup_claim(claim)));
-      for (const auto& [path, bytes] : files) {
-        const bool on_claim =
-            final_files && final_files->contains(path) && final_files->at(path) == bytes;
-        const bool in_backup = backup && backup->contains(path) && backup->at(path) == bytes;
-        if (!on_claim && !in_backup) failure(claim + " lost " + path);
+    // Every kept write is on the claim of that name, or in its backup claim, or (the rebind
+    // path) on a volume kept for a person: Retain and bound to no claim.
+    std::vector<VolumeFiles> kept;
+    for (const Json& volume : world_.kube.list_raw(Kind::PersistentVolume)) {
+      if (volume["spec"].value("persistentVolumeReclaimPolicy", "") != "Retain" ||
+          volume["status"].value("phase", "") == "Bound") {
+        continue;
+      }
+      if (auto files = world_.cluster.persistent_volume_files(k8s::name(volume).value_or(""))) {
+        kept.push_back(*files);
       }
     }
+    const auto has = [](const std::optional<VolumeFiles>& files, const std::string& path,
+                        const std::string& bytes) {
+      return files && files->contains(path) && files->at(path) == bytes;
+    };
+    const auto check_kept = [&](const std::map<std::string, VolumeFiles>& wanted,
+                                std::string_view what) {
+      for (const auto& [claim, files] : wanted) {
+        if (destroyed_.contains(claim)) continue;
+        const auto final_files = world_.cluster.volume_files(world_.claim(claim));
+        const auto backup = world_.cluster.volume_files(world_.claim(naming::backup_claim(claim)));
+        for (const auto& [path, bytes] : files) {
+          const bool on_kept_volume = std::ranges::any_of(
+              kept, [&](const VolumeFiles& volume) { return has(volume, path, bytes); });
+          if (!has(final_files, path, bytes) && !has(backup, path, bytes) && !on_kept_volume) {
+            failure(claim + " lost " + std::string{what} + path);
+          }
+        }
+      }
+    };
+    check_kept(expected_, "");
     // The data the claims held before the resize.
-    for (const auto& [claim, files] : world_.original_files) {
-      if (destroyed_.contains(claim)) continue;
-      const auto final_files = world_.cluster.volume_files(world_.claim(claim));
-      const auto backup = world_.cluster.volume_files(world_.claim(naming::backup_claim(claim)));
-      for (const auto& [path, bytes] : files) {
-        const bool on_claim =
-            final_files && final_files->contains(path) && final_files->at(path) == bytes;
-        const bool in_backup = backup && backup->contains(path) && backup->at(path) == bytes;
-        if (!on_claim && !in_backup) failure(claim + " lost its original " + path);
-      }
-    }
+    check_kept(world_.original_files, "its original ");
     check_replicas(sts, refused);
     if (has_state && !is_terminal((*final_op)->phase)) {
       std::string objects;
@@ -626,11 +644,11 @@ class Simulation {
 
   std::mt19937_64 rng_;
   SimulatedRun run_;
+  EngineSettings settings_;
   ResizeWorld world_;
   std::unique_ptr<MemoryJournal> journal_ = std::make_unique<MemoryJournal>();
   std::vector<std::unique_ptr<MemoryJournal>> old_journals_;
-  std::unique_ptr<Reconciler> reconciler_ =
-      std::make_unique<Reconciler>(world_.kube, *journal_, world_.clock, world_.events);
+  std::unique_ptr<Reconciler> reconciler_;
   std::map<std::string, VolumeFiles> expected_;
   std::set<std::string> recreated_uids_;
   std::set<std::string> restored_uids_;
@@ -665,7 +683,9 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   return value && *value ? std::strtoull(value, nullptr, 10) : fallback;
 }
 
-TEST(Simulation, PeopleAndToolsActingMidResizeNeverCostAWrite) {
+class SimulationOnEachPath : public ::testing::TestWithParam<Path> {};
+
+TEST_P(SimulationOnEachPath, PeopleAndToolsActingMidResizeNeverCostAWrite) {
   std::vector<std::uint64_t> seeds;
   if (const char* one = std::getenv("STSRESIZE_SIMULATION_SEED"); one && *one) {
     seeds.push_back(std::strtoull(one, nullptr, 10));
@@ -677,7 +697,7 @@ TEST(Simulation, PeopleAndToolsActingMidResizeNeverCostAWrite) {
   const bool trace = env_number("STSRESIZE_SIMULATION_TRACE", 0) != 0;
   int failed = 0;
   for (std::uint64_t seed : seeds) {
-    const SimulatedRun run = Simulation{seed}.run();
+    const SimulatedRun run = Simulation{seed, GetParam()}.run();
     if (trace) {
       std::cout << "seed " << seed << (run.failures.empty() ? " passed" : " FAILED") << " ("
                 << run.outcome << "):";
@@ -693,10 +713,14 @@ TEST(Simulation, PeopleAndToolsActingMidResizeNeverCostAWrite) {
     ADD_FAILURE() << "seed " << seed << " failed:" << failures.str()
                   << "\n  after:" << actions.str()
                   << "\n  replay it: STSRESIZE_SIMULATION_SEED=" << seed
-                  << " build/bin/engine_tests --gtest_filter='Simulation.*'";
+                  << " build/bin/engine_tests --gtest_filter='*/SimulationOnEachPath.*/"
+                  << to_string(GetParam()) << "'";
     if (failed >= 5) break;  // enough to go on with
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, SimulationOnEachPath, ::testing::Values(Path::Copy, Path::Rebind),
+                         [](const auto& info) { return std::string{to_string(info.param)}; });
 
 }  // namespace
 }  // namespace stsresize

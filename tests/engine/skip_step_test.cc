@@ -30,7 +30,7 @@ class SkipStep : public ::testing::Test {
   ResizeWorld world;
   MemoryJournal journal;
   std::unique_ptr<Reconciler> reconciler =
-      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
   AdvanceCli advance{world};
 
   void run_to_idle() { reconcile_to_idle(*reconciler, world, 300); }
@@ -270,7 +270,7 @@ TEST_F(SkipStep, ACrashBetweenTheJournalAndTheAnnotationStillEndsCompleted) {
   ASSERT_EQ(live_operation()->phase, Phase::CleaningUp);
   ASSERT_TRUE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
 
-  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events);
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
   run_to_idle();
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kStateAnnotation)->has_value());
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());

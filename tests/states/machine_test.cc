@@ -36,18 +36,19 @@ std::map<Key, Phase> expected_table() {
   both(Phase::CleaningUp, Trigger::StepDone, Phase::Completed);
   both(Phase::Expanding, Trigger::StepDone, Phase::Completed);
   both(Phase::Planning, Trigger::CriticalError, Phase::Failed);
-  for (Phase phase : {Phase::ScalingDown, Phase::BackingUp, Phase::Recreating}) {
+  // Restoring too: on the rebind path the sources' volumes are kept until ScalingUp.
+  for (Phase phase : {Phase::ScalingDown, Phase::BackingUp, Phase::Recreating, Phase::Restoring}) {
     table[{phase, Trigger::CriticalError, true}] = Phase::ScalingBack;
     table[{phase, Trigger::CriticalError, false}] = Phase::Failed;
   }
-  for (Phase phase : {Phase::Restoring, Phase::ScalingUp, Phase::CleaningUp, Phase::Expanding,
-                      Phase::ScalingBack}) {
+  for (Phase phase : {Phase::ScalingUp, Phase::CleaningUp, Phase::Expanding, Phase::ScalingBack}) {
     both(phase, Trigger::CriticalError, Phase::Failed);
   }
   both(Phase::ScalingBack, Trigger::ScaleBackDone, Phase::Failed);
   // A person's abort: only while every source claim is intact, and only from a phase whose
   // work scale_back_step can undo (not while the template update re-creates the object).
-  for (Phase phase : {Phase::Planning, Phase::ScalingDown, Phase::BackingUp, Phase::Recreating}) {
+  for (Phase phase : {Phase::Planning, Phase::ScalingDown, Phase::BackingUp, Phase::Recreating,
+                      Phase::Restoring}) {
     table[{phase, Trigger::Abort, true}] = Phase::ScalingBack;
   }
   // A person's skip: only CleaningUp, whose remaining deletes can be left undone.

@@ -614,13 +614,71 @@ TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {
   at(Phase::Planning);
   EXPECT_TRUE(run(&plan_step).is(StepOutcome::Kind::Waiting));
   ASSERT_EQ(journal->recorded.size(), 1u);
-  EXPECT_EQ(op.path, Path::Copy);
-  EXPECT_EQ(op.claims.size(), 6u);
+  // A class that cannot expand, with rights on PersistentVolumes: the copy path, rebinding.
+  EXPECT_EQ(op.path, Path::Rebind);
+  EXPECT_EQ(op.rebind_unavailable, "");
+  ASSERT_EQ(op.claims.size(), 6u);
+  for (const ClaimPlan& claim : op.claims) {
+    const Json live = *world.kube.get_raw(world.claim(claim.claim));
+    EXPECT_EQ(claim.source_volume, live["spec"]["volumeName"]) << claim.claim;
+    // The binder's own annotations are not the claim's to keep.
+    EXPECT_FALSE(claim.annotations.contains("pv.kubernetes.io/bind-completed")) << claim.claim;
+  }
   const StepOutcome outcome = run(&plan_step);
   ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done));
   EXPECT_EQ(outcome.event, Trigger::PlannedCopy);
   EXPECT_EQ(journal->recorded.size(), 1u);
 }
+
+}  // namespace
+}  // namespace stsresize
+
+namespace stsresize {
+namespace {
+
+// The rebind path needs rights to read and patch PersistentVolumes, and no ReadWriteOncePod
+// claim; without them the plan is the two-copy path, and says why (journal, Event).
+class PlanningWithoutRebind
+    : public Steps,
+      public ::testing::WithParamInterface<std::pair<std::string, std::string>> {};
+
+TEST_P(PlanningWithoutRebind, TakesTheTwoCopyPathAndSaysWhy) {
+  const auto& [denial, why] = GetParam();
+  op.path = Path::Undecided;
+  op.claims.clear();
+  at(Phase::Planning);
+  const KubeError forbidden{KubeErrorCode::Forbidden, "persistentvolumes is forbidden"};
+  if (denial == "get") {
+    world.kube.inject({.verb = Verb::Get, .kind = Kind::PersistentVolume, .error = forbidden});
+  } else if (denial == "patch") {
+    world.kube.inject({.verb = Verb::Patch, .kind = Kind::PersistentVolume, .error = forbidden});
+  } else if (denial == "flag") {
+    settings.rebind = false;
+  } else {
+    world.kube.mutate_raw(world.claim("data-web-1"), [](Json& live) {
+      live["spec"]["accessModes"] = Json::array({"ReadWriteOncePod"});
+    });
+  }
+  EXPECT_TRUE(run(&plan_step).is(StepOutcome::Kind::Waiting));
+  EXPECT_EQ(op.path, Path::Copy);
+  EXPECT_NE(op.rebind_unavailable.find(why), std::string::npos) << op.rebind_unavailable;
+  bool said = false;
+  for (const auto& event : world.events.events()) {
+    said = said ||
+           (event.reason == "RebindUnavailable" && event.message.find(why) != std::string::npos);
+  }
+  EXPECT_TRUE(said);
+  // Nothing but the plan was written: the probe's patch changes nothing.
+  for (const std::string& intent : journal->intents) ADD_FAILURE() << intent;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Denials, PlanningWithoutRebind,
+    ::testing::Values(std::pair{"get", "reading PersistentVolumes is forbidden"},
+                      std::pair{"patch", "patching PersistentVolumes is forbidden"},
+                      std::pair{"flag", "--no-rebind"},
+                      std::pair{"rwop", "claim data-web-1 is ReadWriteOncePod"}),
+    [](const auto& info) { return info.param.first; });
 
 }  // namespace
 }  // namespace stsresize

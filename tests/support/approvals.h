@@ -26,14 +26,15 @@ inline std::optional<AwaitedApproval> awaiting(const ResizeWorld& world) {
   return (*op)->awaiting;
 }
 
-// Writes an approval of what waits now; false when nothing waits.
-inline bool approve_waiting(ResizeWorld& world, const std::string& by, const std::string& nonce) {
+// Writes an approval of what waits now (or, with `action` Abort, an abort instead of it); false
+// when nothing waits.
+inline bool approve_waiting(ResizeWorld& world, const std::string& by, const std::string& nonce,
+                            Action action = Action::Approve) {
   auto sts = world.kube.get_raw(world.sts());
   if (!sts) return false;
   auto op = read_operation(*sts);
   if (!op || !op->has_value() || !(*op)->awaiting) return false;
-  const AdvanceRequest request{Action::Approve,        (*op)->phase, (*op)->id, by,
-                               "2027-01-15T08:00:00Z", nonce};
+  const AdvanceRequest request{action, (*op)->phase, (*op)->id, by, "2027-01-15T08:00:00Z", nonce};
   world.kube.mutate_raw(world.sts(), [&](Json& live) {
     live["metadata"]["annotations"][std::string{kAdvanceAnnotation}] =
         encode_advance_request(request);

@@ -31,6 +31,13 @@ struct Until {
   std::function<bool(const ReconcileResult&)> reached;
 };
 
+// The two-copy path (EngineSettings::rebind false), for tests of its backup and restore claims:
+// the rebind path (the default) has no restore Job and keeps no backup claim.
+inline EngineSettings two_copies(EngineSettings settings = {}) {
+  settings.rebind = false;
+  return settings;
+}
+
 inline Until idle() {
   return {"idle", [](const ReconcileResult& r) { return r.is(ReconcileResult::Kind::Idle); }};
 }

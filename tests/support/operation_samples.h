@@ -85,7 +85,7 @@ class JournalBuilder {
 inline void start_copy_path(JournalBuilder& b, const std::vector<ClaimPlan>& plan) {
   b.add(entries::OperationStarted{"template grew", "sts-uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, plan});
+  b.add(entries::Planned{Path::Copy, plan, {}});
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.add(
       entries::ActionIntended{Phase::ScalingDown, "update", "StatefulSet shop/web", "replicas 0"});

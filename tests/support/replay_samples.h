@@ -24,7 +24,7 @@ inline std::vector<JournalRecord> one_claim_copy(const std::string& id = "web-01
   claim.claim = "data-" + statefulset + "-0";
   b.add(entries::OperationStarted{"template grew", "sts-uid", 3});  // 1
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);    // 2
-  b.add(entries::Planned{Path::Copy, {claim}});                     // 3
+  b.add(entries::Planned{Path::Copy, {claim}, {}});                 // 3
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);  // 4
   b.to(Phase::ScalingDown, Phase::BackingUp);                       // 5
   b.add(entries::ActionIntended{Phase::BackingUp, "create",         // 6

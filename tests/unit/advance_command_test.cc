@@ -229,7 +229,10 @@ TEST_F(AdvanceCommand, AbortInEveryPhaseSaysWhatItWouldDoOrWhyNot) {
   record("no operation", abort, kExitRefused);
   for (const Phase phase : kAllPhases) {
     if (phase == Phase::Pending) continue;
-    put_operation(phase, std::nullopt, "auto", planned(0));
+    // From Restoring on, a two-copy resize has deleted every source (progress_mismatch).
+    const bool replaced =
+        phase == Phase::Restoring || phase == Phase::ScalingUp || phase == Phase::CleaningUp;
+    put_operation(phase, std::nullopt, "auto", planned(replaced ? 3 : 0));
     record(std::string{to_string(phase)} + ", dry run", dry_run,
            testing::abort_refusal(**read_operation(*kube.get_raw(web))).empty() ? kExitOk
                                                                                 : kExitRefused);
@@ -242,6 +245,26 @@ TEST_F(AdvanceCommand, AbortInEveryPhaseSaysWhatItWouldDoOrWhyNot) {
   });
   put_operation(Phase::Recreating, std::nullopt, "auto", planned(0));
   record("Recreating, a source being deleted", abort, kExitRefused);
+  // The rebind path: each deleted source's volume is kept, so Restoring can still scale back.
+  const auto rebind = [](Operation& op) {
+    op.path = Path::Rebind;
+    for (ClaimPlan& claim : op.claims) {
+      claim.source_volume = "pv-" + claim.claim;
+      claim.source_policy = "Delete";
+      claim.copy_volume = "pv-copy-" + claim.claim;
+      claim.copy_policy = "Delete";
+    }
+  };
+  put_operation(Phase::Restoring, std::nullopt, "auto", [&](Operation& op) {
+    planned(3)(op);
+    rebind(op);
+  });
+  record("Restoring on the rebind path, dry run", dry_run, kExitOk);
+  put_operation(Phase::ScalingUp, std::nullopt, "auto", [&](Operation& op) {
+    planned(3)(op);
+    rebind(op);
+  });
+  record("ScalingUp on the rebind path, dry run", dry_run, kExitRefused);
   put_operation(Phase::BackingUp, Phase::Recreating, "step", planned(0));
   record("BackingUp awaiting approval, dry run", dry_run, kExitOk);
   record("BackingUp awaiting approval", {.target = "shop/web", .abort = true, .as = "carol"},
@@ -459,7 +482,7 @@ TEST_F(AdvanceCommand, A409ReadsAgainAndDecidesOnWhatTheStatefulSetSaysNow) {
   kube.inject({.verb = Verb::Update,
                .kind = Kind::StatefulSet,
                .error = KubeError{KubeErrorCode::Conflict, "the object has been modified"},
-               .action = [this] { put_operation(Phase::Restoring, std::nullopt); }});
+               .action = [this] { put_operation(Phase::ScalingUp, std::nullopt); }});
   auto [aborted, abort] = advance({.target = "shop/web", .abort = true});
   EXPECT_EQ(aborted, kExitRefused) << abort;
   EXPECT_NE(abort.find("refused: the StatefulSet changed while the abort was being written (409 "

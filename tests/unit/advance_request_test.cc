@@ -148,10 +148,39 @@ Operation copy_operation(Phase phase, int sources_deleted) {
   for (int i = 0; i < 2; ++i) {
     ClaimPlan claim;
     claim.claim = "data-web-" + std::to_string(i);
-    claim.source_deleted = i < sources_deleted;
+    // From Restoring on, a two-copy resize has deleted every source (progress_mismatch).
+    claim.source_deleted = i < sources_deleted || phase == Phase::Restoring ||
+                           phase == Phase::ScalingUp || phase == Phase::CleaningUp;
     op.claims.push_back(claim);
   }
   return op;
+}
+
+// The same on the rebind path, every source deleted with its volume kept (Retain).
+Operation rebind_operation(Phase phase) {
+  Operation op = copy_operation(phase, 2);
+  op.path = Path::Rebind;
+  for (ClaimPlan& claim : op.claims) {
+    claim.source_volume = "pv-" + claim.claim;
+    claim.source_policy = "Delete";
+    claim.copy_volume = "pv-copy-" + claim.claim;
+    claim.copy_policy = "Delete";
+  }
+  return op;
+}
+
+TEST(Abort, OnTheRebindPathAPhaseBeforeScalingUpIsAbortableWithTheSourcesDeleted) {
+  // ScalingBack puts each claim back on its own volume; from ScalingUp on the application
+  // writes on the copies, which a scale-back would lose.
+  EXPECT_EQ(abort_refusal(rebind_operation(Phase::Recreating)), "");
+  EXPECT_EQ(abort_refusal(rebind_operation(Phase::Restoring)), "");
+  EXPECT_NE(abort_refusal(rebind_operation(Phase::ScalingUp)), "");
+  Operation released = rebind_operation(Phase::Restoring);
+  released.claims[0].source_policy_restored = true;
+  EXPECT_NE(abort_refusal(released), "");
+  Operation not_kept = rebind_operation(Phase::Recreating);
+  not_kept.claims[1].source_policy.clear();
+  EXPECT_NE(abort_refusal(not_kept), "");
 }
 
 TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {

@@ -32,7 +32,7 @@ std::vector<Entry> one_of_each() {
       entries::DefinitionSaved{"stsresize-web-definition",
                                Json{{"kind", "StatefulSet"}, {"metadata", {{"name", "web"}}}}},
       entries::StatefulSetRecreated{"uid-2"},
-      entries::Planned{Path::Copy, {sample_claim("data", 0), sample_claim("logs", 1)}},
+      entries::Planned{Path::Copy, {sample_claim("data", 0), sample_claim("logs", 1)}, {}},
       entries::PhaseChanged{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy},
       entries::ActionIntended{Phase::BackingUp, "create", "Job shop/x", "backup"},
       entries::BackupVerified{"data-web-0", sample_summary(1)},
@@ -97,7 +97,7 @@ TEST(EventCodec, WritesTheBytesEarlierVersionsWrote) {
       encode_entry_data(entries::OperatorAction{"skip", Phase::Expanding, "alice", "t", "n1", ""})
           .dump(),
       R"({"action":"skip","at":"t","by":"alice","nonce":"n1","phase":"Expanding","refused":""})");
-  EXPECT_EQ(encode_entry_data(entries::Planned{Path::Copy, {}}).dump(),
+  EXPECT_EQ(encode_entry_data(entries::Planned{Path::Copy, {}, {}}).dump(),
             R"({"claims":[],"path":"Copy"})");
 
   // The generation that later versions added: absent reads as 0, present must be positive.
@@ -118,7 +118,7 @@ TEST(Fold, AnAwaitedApprovalIsClearedByThePhaseChangeItHeld) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid-1", 3});
   b.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.add(entries::ApprovalAwaited{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy,
                                  "manual"});
   auto waiting = fold(b.records(), PhaseMachine::rules());
@@ -159,7 +159,7 @@ TEST(Fold, AnAcceptedAbortFoldsOnlyWhereAnAbortIsAllowed) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid-1", 3});
   b.add(entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning});
-  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}, {}});
   b.add(entries::PhaseChanged{Phase::Planning, Phase::Expanding, Trigger::PlannedExpand});
   JournalBuilder expanding = b;
   expanding.add(entries::OperatorAction{"abort", Phase::Expanding, "alice", "t", "n1", ""});
@@ -285,7 +285,7 @@ TEST(Fold, AResumeLeavesFailedOnlyRightAfterAnAcceptedRetryAndOnlyToThePhaseItFa
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
   b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
@@ -410,7 +410,7 @@ TEST(Fold, RefusesASourceDeletedBeforeItsBackupWasVerified) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
   b.to(Phase::BackingUp, Phase::Recreating);
@@ -425,7 +425,7 @@ TEST(Fold, CriticalErrorWithDeletedSourcesMayOnlyLeadToFailed) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
   b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
@@ -478,7 +478,7 @@ TEST(Fold, ResumedMayLagTheJournalByOneTransitionButNotTwo) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   b.to(Phase::ScalingDown, Phase::BackingUp);
   auto lagging = b.records();
@@ -511,7 +511,7 @@ TEST(Fold, ResumedMayLeadTheJournalByTransitionsTheMachineAllows) {
   EXPECT_EQ(ok->phase, Phase::Recreating);
 
   // Not where the machine cannot go: an operation on the expansion path never restores.
-  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::Expanding, Trigger::PlannedExpand);
   auto elsewhere = b.records();
   elsewhere.push_back(make_record(snapshot_at(Phase::Restoring), 5, b.time(),
@@ -531,10 +531,10 @@ TEST(Fold, ResumedMayLeadAFailedJournalThroughAResumeToThePhaseThatFailed) {
     b.add(entries::OperationStarted{"grew", "uid", 3});
     b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
     if (phase == Phase::Expanding) {
-      b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+      b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}, {}});
       b.to(Phase::Planning, Phase::Expanding, Trigger::PlannedExpand);
     } else {
-      b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+      b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
       b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
       b.to(Phase::ScalingDown, Phase::BackingUp);
       b.add(entries::BackupVerified{"data-web-0", sample_summary(0)});
@@ -572,7 +572,7 @@ TEST(Fold, ProgressEventOutsideItsPhaseIsRefused) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.add(entries::RestoreVerified{"data-web-0", sample_summary(0)});
   auto op = fold(b.records(), PhaseMachine::rules());
   ASSERT_FALSE(op);

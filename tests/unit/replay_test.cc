@@ -112,7 +112,7 @@ TEST(Replay, ResumedAheadOfTheJournalOverAllowedTransitionsIsConsistentAndExplai
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "sts-uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Copy, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy);
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
@@ -136,7 +136,7 @@ TEST(Replay, ResumedAtAPhaseTheJournalCannotReachIsInconsistent) {
   JournalBuilder b;
   b.add(entries::OperationStarted{"grew", "sts-uid", 3});
   b.to(Phase::Pending, Phase::Planning, Trigger::StartPlanning);
-  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}});
+  b.add(entries::Planned{Path::Expand, {sample_claim("data", 0)}, {}});
   b.to(Phase::Planning, Phase::Expanding, Trigger::PlannedExpand);
   auto folded = fold(b.records(), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
@@ -310,7 +310,7 @@ TEST(Replay, LargePlansAreAbbreviated) {
 TEST(TimelineDetails, StorageClassChangeAndFailuresAreSpelledOut) {
   ClaimPlan claim = sample_claim("data", 0);
   claim.to_class = "fast";
-  EXPECT_EQ(describe(entries::Planned{Path::Copy, {claim}}),
+  EXPECT_EQ(describe(entries::Planned{Path::Copy, {claim}, {}}),
             "Copy path, 1 claim: data-web-0 1Gi standard → 2Gi fast");
   EXPECT_EQ(describe(entries::StepFailed{Phase::BackingUp, "copy job failed", true}),
             "critical: copy job failed");
