@@ -414,6 +414,10 @@ Json status_item(const StatusRow& row, TimePoint now) {
       {"operation", row.operation_id.empty() ? Json(nullptr) : Json(row.operation_id)},
       {"phase", row.phase},
       {"path", row.path == Path::Undecided ? Json(nullptr) : Json(path_name(row.path))},
+      // Why a copy path took two copies (no rights on PersistentVolumes, --no-rebind, ...).
+      {"rebindUnavailable", row.operation && !row.operation->rebind_unavailable.empty()
+                                ? Json(row.operation->rebind_unavailable)
+                                : Json(nullptr)},
       {"claims", row.claims_total
                      ? Json{{"done", optional_json(row.claims_done)}, {"total", *row.claims_total}}
                      : Json(nullptr)},
@@ -594,7 +598,9 @@ void describe_operation(std::string& out, const StatusRow& row,
   field(out, "Phase",
         row.phase + " (for " + age_since(op.phase_since, now) + ", since " +
             format_timestamp(op.phase_since) + ")");
-  field(out, "Path", or_dash(path_name(op.path)));
+  field(out, "Path",
+        or_dash(path_name(op.path)) +
+            (op.rebind_unavailable.empty() ? "" : " (two copies: " + op.rebind_unavailable + ")"));
   field(out, "Trigger", row.trigger + (row.target.empty() ? "" : " (" + row.target + ")"));
   field(out, "Started", at_and_ago(op.started, now));
   field(out, "Original replicas", std::to_string(op.original_replicas));
