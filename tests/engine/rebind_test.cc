@@ -1,0 +1,142 @@
+// The rebind path (states/rebind.h) on the simulated cluster, where people touch the volumes
+// and claims it works on: the old volume given to someone else before it is released, a claim
+// of that name created by someone else before the operation could rebind it. The crash-resume
+// suite covers every crash point; the seeded simulation, people acting on the StatefulSet.
+#include <gtest/gtest.h>
+
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
+#include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+class Rebind : public ::testing::Test {
+ protected:
+  void SetUp() override { world.seed(/*expandable=*/false); }
+
+  std::optional<Operation> operation() {
+    auto op = read_operation(world.live_sts());
+    if (!op || !op->has_value()) return std::nullopt;
+    return **op;
+  }
+
+  Until phase(Phase wanted) {
+    return {"phase " + std::string{to_string(wanted)}, [this, wanted](const ReconcileResult&) {
+              auto op = operation();
+              return op && op->phase == wanted;
+            }};
+  }
+
+  Json volume(const std::string& name) {
+    return *world.kube.get_raw({Kind::PersistentVolume, "", name});
+  }
+
+  ResizeWorld world;
+  MemoryJournal journal;
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+};
+
+TEST_F(Rebind, EachClaimEndsOnItsVerifiedCopyWithEveryPolicyBackAndNoVolumeLeft) {
+  std::map<std::string, std::string> old_volumes;
+  for (const std::string& name : world.claim_names()) {
+    old_volumes[name] = (*world.kube.get_raw(world.claim(name)))["spec"]["volumeName"];
+  }
+  reconcile_until(reconciler, world, phase(Phase::ScalingUp), {.limit = 300});
+  const Operation op = *operation();
+  EXPECT_EQ(op.path, Path::Rebind);
+  reconcile_to_idle(reconciler, world, 200);
+  world.settle(2);
+  for (const ClaimPlan& claim : op.claims) {
+    const Json live = *world.kube.get_raw(world.claim(claim.claim));
+    EXPECT_EQ(live["spec"]["volumeName"], claim.copy_volume) << claim.claim;
+    EXPECT_EQ(*k8s::requested_storage(live), *Quantity::parse("2Gi")) << claim.claim;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(claim.claim)),
+              world.original_files.at(claim.claim))
+        << claim.claim;
+    EXPECT_FALSE(world.kube.get_raw({Kind::PersistentVolume, "", old_volumes[claim.claim]}))
+        << "old volume of " << claim.claim << " left";
+    EXPECT_EQ(volume(claim.copy_volume)["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+  }
+  EXPECT_EQ(world.kube.list_raw(Kind::PersistentVolume).size(), world.claim_names().size());
+  // One copy per claim, no restore Job.
+  int jobs = 0;
+  for (const Mutation& m : world.kube.history()) {
+    jobs += m.actor == Actor::Client && m.verb == Verb::Create && m.ref.kind == Kind::Job;
+  }
+  EXPECT_EQ(jobs, 6);
+}
+
+// Someone gave the old volume to another claim (its claimRef edited) while it was kept: it is
+// theirs now. CleaningUp does not put its Delete policy back (which would delete it with their
+// claim) and fails, saying so; the resize itself is done.
+TEST_F(Rebind, AnOldVolumeSomeoneGaveToAnotherClaimIsLeftRetainAndSaidSo) {
+  reconcile_until(reconciler, world, phase(Phase::ScalingUp), {.limit = 300});
+  const ClaimPlan taken = operation()->claims.front();
+  world.kube.mutate_raw({Kind::PersistentVolume, "", taken.source_volume}, [](Json& pv) {
+    pv["spec"]["claimRef"] = Json{{"namespace", "other"}, {"name", "theirs"}, {"uid", "their-uid"}};
+    pv["status"]["phase"] = "Bound";
+  });
+  reconcile_until(reconciler, world, at_rest(), {.limit = 200, .terminal_fails = false});
+  ASSERT_TRUE(operation()) << "it completed";
+  const Operation op = *operation();
+  EXPECT_EQ(op.phase, Phase::Failed);
+  EXPECT_EQ(op.failed_in, Phase::CleaningUp);
+  EXPECT_NE(op.failure.find(taken.source_volume), std::string::npos) << op.failure;
+  EXPECT_EQ(volume(taken.source_volume)["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+  // Every claim runs on its verified copy all the same.
+  for (const std::string& name : world.claim_names()) {
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name));
+  }
+}
+
+// A claim of that name created by someone else between the source delete and the rebind (the
+// fence broken by hand, say) is not the operation's to delete: it fails, keeping both volumes
+// of that claim Retain, and the Warning names them.
+TEST_F(Rebind, AClaimSomeoneElseCreatedIsNotDeletedAndTheKeptVolumesAreNamed) {
+  bool created = false;
+  world.kube.on_mutation([&](const Mutation& m) {
+    // The source is gone once its copy's claim is deleted (rebind_claim's first act).
+    if (created || m.actor != Actor::Client || m.verb != Verb::Remove ||
+        m.ref.kind != Kind::PersistentVolumeClaim ||
+        m.ref.name != naming::backup_claim("data-web-0")) {
+      return;
+    }
+    created = true;
+    world.kube.system().create(Kind::PersistentVolumeClaim,
+                               Json{{"apiVersion", "v1"},
+                                    {"kind", "PersistentVolumeClaim"},
+                                    {"metadata", {{"name", "data-web-0"}, {"namespace", kNs}}},
+                                    {"spec",
+                                     {{"accessModes", {"ReadWriteOnce"}},
+                                      {"storageClassName", "standard"},
+                                      {"resources", {{"requests", {{"storage", "2Gi"}}}}}}}});
+  });
+  reconcile_until(reconciler, world, at_rest(), {.limit = 300, .terminal_fails = false});
+  ASSERT_TRUE(created);
+  ASSERT_TRUE(operation()) << "it completed";
+  const Operation op = *operation();
+  EXPECT_EQ(op.phase, Phase::Failed);
+  const ClaimPlan& claim = *op.find_claim("data-web-0");
+  for (const std::string& kept : {claim.source_volume, claim.copy_volume}) {
+    EXPECT_EQ(volume(kept)["spec"]["persistentVolumeReclaimPolicy"], "Retain") << kept;
+  }
+  // Someone else's claim is still there.
+  EXPECT_TRUE(world.kube.get_raw(world.claim("data-web-0")));
+  bool named = false;
+  for (const auto& event : world.events.with_reason("ResizeFailed")) {
+    named = named || (event.message.find(claim.source_volume) != std::string::npos &&
+                      event.message.find(claim.copy_volume) != std::string::npos);
+  }
+  EXPECT_TRUE(named) << "no ResizeFailed Event names both kept volumes";
+  EXPECT_EQ(world.cluster.persistent_volume_files(claim.source_volume),
+            world.original_files.at("data-web-0"));
+}
+
+}  // namespace
+}  // namespace stsresize
