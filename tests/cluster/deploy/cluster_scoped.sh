@@ -4,9 +4,12 @@
 # ServiceAccount in a kubeconfig; what the ClusterRole allows and refuses (kubectl auth can-i);
 # `stsresize run` on the host with that identity watching every namespace syncs its caches and
 # stands by (a Lease held by someone else keeps it from acting on other tests' StatefulSets);
-# then, limited to this test's namespace, it resizes a 3-replica StatefulSet with random data
-# (sim-expandable: the StorageClass is readable, so the expansion path) and every file's sha256
-# is unchanged. Last, the Deployment itself runs the controller: patched to run this binary by
+# then, limited to this test's namespace, it resizes two 3-replica StatefulSets with random data
+# at once: web on sim-expandable (the StorageClass is readable, so the expansion path) and db on
+# sim-fixed, whose copy path is the rebind path (the ClusterRole's get and patch on
+# PersistentVolumes): the journal's Planned row says "Rebind path", each claim of db ends bound
+# to the volume journaled as its copy's, one copy Job per claim, every volume left Bound with its
+# policy Delete, the old ones gone; every file's sha256 unchanged. Last, the Deployment itself runs the controller: patched to run this binary by
 # absolute path (nodesim runs container commands with the host's binaries, and mounts the pod's
 # projected service-account token), its two replicas elect a leader and resize to 3Gi with the
 # in-cluster credentials.
@@ -19,6 +22,8 @@ source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/lib.sh"
 
 e2e_init "${1:?path to the stsresize binary}"
+# shellcheck source-path=SCRIPTDIR/../e2e source=../e2e/rebind_lib.sh
+source "$(dirname "$0")/../e2e/rebind_lib.sh"
 use_namespace
 system_ns=$ns-sys
 prefix=$ns-
@@ -42,17 +47,19 @@ step "a kubeconfig with a TokenRequest token of $system_ns/$sa"
 deploy_sa_kubeconfig "$sa" "$system_ns" "$work/sa.kubeconfig"
 can() { kubectl --kubeconfig "$work/sa.kubeconfig" auth can-i "$@" 2>/dev/null || true; }
 for allowed in "list statefulsets.apps -A" "watch persistentvolumeclaims -A" "delete persistentvolumeclaims -n $ns" \
+  "get persistentvolumes" "patch persistentvolumes" \
   "create jobs.batch -n $ns" "list storageclasses.storage.k8s.io" "create events -n $ns" \
   "update leases.coordination.k8s.io -n $system_ns" "create pods -n $ns" "delete pods -n $ns"; do
   # shellcheck disable=SC2086 # words on purpose
   [[ $(can $allowed) == yes ]] || fail "the ServiceAccount may not: $allowed"
 done
-for refused in "get secrets -n $ns" "list persistentvolumes" "delete nodes" "update pods -n $ns" \
+for refused in "get secrets -n $ns" "list persistentvolumes" "delete persistentvolumes" "create persistentvolumes" \
+  "update persistentvolumes" "delete nodes" "update pods -n $ns" \
   "update persistentvolumeclaims -n $ns" "update leases.coordination.k8s.io -n $ns" "delete storageclasses.storage.k8s.io"; do
   # shellcheck disable=SC2086
   [[ $(can $refused) == no ]] || fail "the ServiceAccount may, but should not: $refused"
 done
-ok "allowed: what the code uses (pods: the drain's cleanup pods); refused: secrets, PVs, nodes, pod update, PVC update, leases elsewhere"
+ok "allowed: what the code uses (pods: the drain's cleanup pods; PVs: get and patch, the rebind path); refused: secrets, listing, creating, updating or deleting PVs, nodes, pod update, PVC update, leases elsewhere"
 
 step "every namespace, as the ServiceAccount: caches sync, and it stands by (the Lease is someone else's)"
 now=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
@@ -79,20 +86,40 @@ done
 e2e_stop_controller "$all_pid"
 ok "/readyz: $ready (informers on StatefulSets, claims, Jobs, Pods, ConfigMaps, StorageClasses of the whole cluster)"
 
-step "StatefulSet web: 3 replicas of 1Gi on sim-expandable, random data"
+step "StatefulSets web (sim-expandable) and db (sim-fixed): 3 replicas of 1Gi each, random data"
 e2e_statefulset web sim-expandable 3
+e2e_statefulset db sim-fixed 3
+rebind_claim_volumes db 3 >"$work/volumes-before-db"
+mapfile -t volumes_before_db < <(awk '{ print $2 }' "$work/volumes-before-db")
 
-step "resize to 2Gi as the ServiceAccount (leader election on its own Lease, namespace $ns only)"
+step "resize both to 2Gi as the ServiceAccount (leader election on its own Lease, namespace $ns only)"
 deploy_start_controller "$work/sa.kubeconfig" controller.log --namespace "$ns" \
   --leader-elect --leader-elect-namespace "$system_ns" --leader-elect-id "stsresize-$ns"
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
+k annotate statefulset db 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 e2e_wait_completed web 240
-ok "completed; phases seen: ${phases[*]}"
-deploy_assert_resized web 3 2Gi
+ok "web completed; phases seen: ${phases[*]}"
 [[ " ${phases[*]} " != *" ScalingDown "* ]] || fail "the readable, expandable class should have been expanded in place"
+e2e_wait_completed db 240
+ok "db completed; phases seen: ${phases[*]}"
+deploy_assert_resized web 3 2Gi
+deploy_assert_resized db 3 2Gi
 ! grep -q '"Forbidden' "$work/controller.log" || fail "a request was forbidden: $(grep '"Forbidden' "$work/controller.log" | head -n 3)"
 e2e_stop_controller "$controller_pid"
-ok "expansion path, no Forbidden answer; SIGTERM exit 0"
+ok "no Forbidden answer; SIGTERM exit 0"
+db_journal=$work/journal-controller.log.db
+[[ $(rebind_planned "$db_journal" web) == "Expand path, "* ]] || fail "web's Planned says: $(rebind_planned "$db_journal" web)"
+planned=$(rebind_planned "$db_journal" db)
+[[ $planned == "Rebind path, "* ]] || fail "db's Planned says: $planned"
+for i in 0 1 2; do
+  copy=$(rebind_retained "$db_journal" copy | awk -v c="data-db-$i" '$1 == c { print $2 }')
+  [[ -n $copy && $(jp "pvc/data-db-$i" '{.spec.volumeName}') == "$copy" ]] ||
+    fail "pvc/data-db-$i is bound to $(jp "pvc/data-db-$i" '{.spec.volumeName}'), not its copy's volume '$copy'"
+done
+restored=$(rebind_count "$db_journal" ReclaimPolicyRestored)
+((restored == 6)) || fail "$restored ReclaimPolicyRestored rows, not 6 (two per claim of db)"
+ok "web: expansion path; db: \"${planned:0:40}...\", each claim on the volume journaled as its copy's, 6 policies put back"
+rebind_assert_volumes db 3 Delete 60 "${volumes_before_db[@]}"
 
 step "the Deployment itself, running this binary in its pods with their projected tokens: resize to 3Gi"
 mkdir -p "${XDG_CACHE_HOME:-$HOME/.cache}/stsresize"

@@ -6,7 +6,11 @@
 #      cluster-wide, no StorageClasses;
 #   3. `stsresize run --namespace` as that identity resizes a 3-replica StatefulSet with random
 #      data on sim-expandable: StorageClasses are unreadable, so it takes the copy path and says
-#      so (event StorageClassesUnreadable); every file's sha256 unchanged;
+#      so (event StorageClassesUnreadable); PersistentVolumes are unreadable too, so it is the
+#      two-copy path, not the rebind path, and it says why (the journal's Planned row "Copy
+#      path ... (not rebind: reading PersistentVolumes is forbidden ...)", an Event
+#      RebindUnavailable); every file's sha256 unchanged, every volume left Bound to its claim
+#      with policy Delete, the old ones gone;
 #   4. `delete` on persistentvolumeclaims removed from the Role, a second resize: a Warning
 #      event Forbidden on the StatefulSet and a log line naming verb and resource, the source
 #      claims untouched, the operation waiting in Recreating; the Role restored (re-apply),
@@ -23,6 +27,8 @@ source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/lib.sh"
 
 e2e_init "${1:?path to the stsresize binary}"
+# shellcheck source-path=SCRIPTDIR/../e2e source=../e2e/rebind_lib.sh
+source "$(dirname "$0")/../e2e/rebind_lib.sh"
 use_namespace
 
 step "install deploy/overlays/namespace-scoped into $ns"
@@ -44,14 +50,16 @@ for allowed in "watch statefulsets.apps" "delete persistentvolumeclaims" "create
   [[ $(can $allowed -n "$ns") == yes ]] || fail "the ServiceAccount may not: $allowed"
 done
 for refused in "list storageclasses.storage.k8s.io" "list statefulsets.apps -A" "list persistentvolumes" \
-  "get secrets -n $ns" "list statefulsets.apps -n default"; do
+  "get persistentvolumes" "patch persistentvolumes" "get secrets -n $ns" "list statefulsets.apps -n default"; do
   # shellcheck disable=SC2086
   [[ $(can $refused) == no ]] || fail "the ServiceAccount may, but should not: $refused"
 done
-ok "the Role's verbs in $ns; no StorageClasses, nothing in other namespaces or cluster-wide"
+ok "the Role's verbs in $ns; no StorageClasses or PersistentVolumes, nothing in other namespaces or cluster-wide"
 
 step "StatefulSet web: 3 replicas of 1Gi on sim-expandable, random data"
 e2e_statefulset web sim-expandable 3
+rebind_claim_volumes web 3 >"$work/volumes-before"
+mapfile -t volumes_before < <(awk '{ print $2 }' "$work/volumes-before")
 pods_before=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
 
 step "resize to 2Gi as the ServiceAccount: the copy path, since StorageClasses cannot be read"
@@ -65,6 +73,12 @@ deploy_wait_event web StorageClassesUnreadable 'taking the copy path' 5
   fail "the pods were never restarted: the copy path scales down"
 k get lease stsresize-leader -o jsonpath='{.spec.holderIdentity}' | grep -q . || fail "no Lease held in $ns"
 ok "event StorageClassesUnreadable; pods re-created by the copy path; Lease held in $ns"
+why='reading PersistentVolumes is forbidden (a namespace-scoped installation has no cluster-level rights)'
+planned=$(rebind_planned "$work/journal-controller.log.db")
+[[ $planned == "Copy path, "*" (not rebind: $why)" ]] || fail "Planned says: $planned"
+deploy_wait_event web RebindUnavailable "takes the two-copy path \(copy to a backup claim and back\): reading PersistentVolumes is forbidden" 20
+rebind_assert_volumes web 3 Delete 60 "${volumes_before[@]}"
+ok "the two-copy path: Planned \"${planned:0:30}... (not rebind: $why)\", event RebindUnavailable"
 
 step "remove 'delete' on persistentvolumeclaims from the Role; resize to 3Gi"
 rule=$(k get role stsresize -o json | jq '[.rules[].resources[0]] | index("persistentvolumeclaims")')

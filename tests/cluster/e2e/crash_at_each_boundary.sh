@@ -16,6 +16,13 @@
 # - nothing was created twice (a watch records every uid): each backup claim and copy Job once,
 #   each source claim and the StatefulSet re-created at most once (expansion: the claims and
 #   pods never);
+# - sim-fixed takes the rebind path (the controller runs as the cluster's admin, who may get and
+#   patch PersistentVolumes): one copy Job per claim, no restore Job; each claim ends bound to the
+#   volume its backup claim was bound to (the copy's, seen by the watch, so journal-lost too;
+#   journal-kept: also the one the journal's VolumeRetained names), every volume left Bound to
+#   its claim with reclaim policy Delete, no volume of the old claims and no copy's left over
+#   (rebind_assert_volumes); journal-kept: Planned says "Rebind path" and every policy put back
+#   was journaled (ReclaimPolicyRestored, two per claim);
 # - e2e_assert_resized (sizes, sha256 of every file, 3/3 Ready, templates, nothing left), and
 #   `stsresize replay` exits 0 with one operation, the one named by last-operation, Completed.
 # The crash points are printed last.
@@ -50,6 +57,8 @@ fi
 positions=(after-journal after-annotation)
 
 e2e_init "${1:?path to the stsresize binary}"
+# shellcheck source-path=SCRIPTDIR source=rebind_lib.sh
+source "$(dirname "$0")/rebind_lib.sh"
 use_namespace
 started=$SECONDS
 
@@ -63,10 +72,14 @@ e2e_statefulset web "$class" 3
 pod_uids_before=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
 ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken on the host"
 
-# Every create the namespace sees, with its uid (the initial list arrives as ADDED too).
+rebind_claim_volumes web 3 >"$work/volumes-before"
+mapfile -t volumes_before < <(awk '{ print $2 }' "$work/volumes-before")
+
+# Every create the namespace sees, with its uid (the initial list arrives as ADDED too), and the
+# volume each claim names (a backup claim's, once bound, is its copy's volume).
 for kind in pvc jobs statefulsets; do
   k get "$kind" --watch --output-watch-events \
-    -o jsonpath='{.type} {.object.kind} {.object.metadata.name} {.object.metadata.uid}{"\n"}' \
+    -o jsonpath='{.type} {.object.kind} {.object.metadata.name} {.object.metadata.uid} {.object.spec.volumeName}{"\n"}' \
     >>"$work/watch-$kind" 2>>"$work/watch-errors" &
   watchers+=("$!")
 done
@@ -140,6 +153,8 @@ step "nothing created twice"
 for p in "${watchers[@]}"; do kill -0 "$p" 2>/dev/null || fail "a watch ended early: $(cat "$work/watch-errors")"; done
 # uids per object name, from every ADDED event seen
 uids() { awk -v kind="$1" '$1 == "ADDED" && $2 == kind { print $3, $4 }' "$work"/watch-* | sort -u; }
+# The volume a claim was last seen bound to (for a backup claim: its copy's volume).
+last_volume() { awk -v claim="$1" '$3 == claim && $5 != "" { v = $5 } END { print v }' "$work/watch-pvc"; }
 twice=$(uids PersistentVolumeClaim | awk '$1 ~ /stsresize/ { n[$1]++ } END { for (c in n) if (n[c] > 1) print c }')
 [[ -z $twice ]] || fail "backup claims created more than once: $twice"
 twice=$(uids Job | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 1) print c }')
@@ -152,8 +167,8 @@ twice=$(uids StatefulSet | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 2) pri
 backups=$(uids PersistentVolumeClaim | awk '$1 ~ /stsresize/' | wc -l)
 jobs=$(uids Job | wc -l)
 if [[ $class == sim-fixed ]]; then
-  ((backups == 3 && jobs == 6)) || fail "want 3 backup claims and 6 copy Jobs, each created once; saw $backups and $jobs"
-  ok "3 backup claims and 6 copy Jobs, each created once; each source claim and the StatefulSet re-created once"
+  ((backups == 3 && jobs == 3)) || fail "want 3 backup claims and 3 copy Jobs (the rebind path: one copy per claim), each created once; saw $backups and $jobs"
+  ok "3 backup claims and 3 copy Jobs (one copy per claim), each created once; each source claim and the StatefulSet re-created once"
 else
   ((backups == 0 && jobs == 0)) || fail "expansion created $backups backup claims and $jobs Jobs"
   pod_uids_after=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
@@ -173,6 +188,32 @@ grep '^operation ' <<<"$replay" | sed 's/^/    /'
 # operation "in progress" in the journal: the restart carries on with the journaled one.
 (($(grep -c '^operation ' <<<"$replay") == 1)) || fail "the journal holds more than one operation: $replay"
 ok "journal replays consistently: one operation, $operation, Completed"
+
+if [[ $class == sim-fixed ]]; then
+  step "the rebind path: each claim on its copy's volume, the volumes' policies back, no volume left"
+  for i in 0 1 2; do
+    claim=data-web-$i
+    copy=$(last_volume "$claim-stsresize-bak")
+    [[ -n $copy ]] || fail "the watch never saw $claim-stsresize-bak bound"
+    [[ $(jp "pvc/$claim" '{.spec.volumeName}') == "$copy" ]] ||
+      fail "pvc/$claim is bound to $(jp "pvc/$claim" '{.spec.volumeName}'), not its copy's volume $copy (the backup claim's)"
+    [[ " ${volumes_before[*]} " != *" $copy "* ]] || fail "the copy of $claim is on an old volume $copy"
+  done
+  ok "each claim bound to the volume its backup claim held (its copy)"
+  if [[ $mode == journal-kept ]]; then
+    planned=$(rebind_planned "$work/journal.db")
+    [[ $planned == "Rebind path, "* ]] || fail "Planned says: $planned"
+    copies=$(rebind_retained "$work/journal.db" copy | awk '{ print $1, $2 }' | sort)
+    [[ $copies == "$(for i in 0 1 2; do echo "data-web-$i $(jp "pvc/data-web-$i" '{.spec.volumeName}')"; done)" ]] ||
+      fail "the journal's copies ($copies) are not the claims' volumes"
+    restored=$(rebind_count "$work/journal.db" ReclaimPolicyRestored)
+    ((restored == 6)) || fail "$restored ReclaimPolicyRestored rows, not 6 (two per claim)"
+    ok "journal: Planned \"${planned:0:40}...\", the copies journaled are the claims' volumes, 6 policies put back"
+  fi
+  rebind_assert_volumes web 3 Delete 60 "${volumes_before[@]}"
+else
+  rebind_assert_volumes web 3 Delete 5
+fi
 
 step "crash points ($mode, $class, $((SECONDS - started))s)"
 printf '    %s\n' "${points[@]}"
