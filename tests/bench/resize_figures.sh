@@ -36,7 +36,8 @@
 # Every resize is also checked; a failed check exits 1: sizes, sha256 of every file, replicas,
 # the path the journal says was taken (Rebind, Copy with "not rebind: ...", Expand), the copy
 # Jobs that ran (copy: one backup Job per claim and no restore Job; two-copies: one of each per
-# claim; expansion: none), the rsync logs found for each, no claim, Job or ConfigMap left, and
+# claim; expansion: none), the rsync logs found for each, bytes copied per byte of data (copy
+# 0.95 to 1.05, two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, and
 # no PersistentVolume left of the old claims or of the copies (the PV controller deletes
 # released volumes asynchronously: waited for, up to 120 s), the volumes' reclaim policy back
 # to what it was.
@@ -335,6 +336,16 @@ measure_path() {
   record "bytes copied (MiB, rsync, all Jobs)" "$path" "$((bytes_copied / 1048576))"
   record "bytes copied per byte of data" "$path" \
     "$(awk -v c="$bytes_copied" -v d="$bytes_data" 'BEGIN { printf "%.2f", d ? c / d : 0 }')"
+  # Byte counts, not timings: the rebind path copies each byte once, the two-copy path twice.
+  local bounds
+  case $path in
+    copy) bounds="0.95 1.05" ;;
+    two-copies) bounds="1.95 2.05" ;;
+    expansion) bounds="0 0" ;;
+  esac
+  awk -v c="$bytes_copied" -v d="$bytes_data" -v lo="${bounds% *}" -v hi="${bounds#* }" \
+    'BEGIN { r = d ? c / d : 0; exit !(r >= lo && r <= hi) }' ||
+    fail "$path: $bytes_copied bytes copied for $bytes_data of data, not ${bounds% *} to ${bounds#* } per byte"
 
   # Downtime: readyReplicas below the original count, from the request to the end of the watch.
   record "downtime: readyReplicas < $replicas (s)" "$path" \
