@@ -37,10 +37,10 @@
 # the path the journal says was taken (Rebind, Copy with "not rebind: ...", Expand), the copy
 # Jobs that ran (copy: one backup Job per claim and no restore Job; two-copies: one of each per
 # claim; expansion: none), the rsync logs found for each, bytes copied per byte of data (copy
-# 0.95 to 1.05, two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, and
-# no PersistentVolume left of the old claims or of the copies (the PV controller deletes
-# released volumes asynchronously: waited for, up to 120 s), the volumes' reclaim policy back
-# to what it was.
+# 0.95 to 1.05, two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, no
+# PersistentVolume left of the old claims or of the copies nor a new one without a claimRef
+# (the PV controller deletes released volumes asynchronously: waited for, up to 120 s), the
+# volumes' reclaim policy back to what it was.
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
 #                                 [--paths copy,two-copies,expansion] [--poll-interval DURATION]
@@ -183,18 +183,26 @@ ns_volumes() {
   kubectl get pv -o json | jq -r --arg ns "$ns" '.items[] | select(.spec.claimRef.namespace == $ns)
     | "\(.metadata.name) \(.status.phase) \(.spec.persistentVolumeReclaimPolicy) \(.spec.claimRef.name)"' | sort
 }
-# assert_volumes PATH VOLUMES_BEFORE POLICIES_BEFORE: the only volumes left in $ns are those of
-# the N claims, Bound, with the reclaim policy the volumes had before; the claims are on new
-# volumes (copy, two-copies) or on the same ones (expansion). Released volumes are deleted by
-# the PV controller asynchronously: waited for.
+# unclaimed_volumes: the names of the PersistentVolumes with no claimRef at all, sorted.
+unclaimed_volumes() {
+  kubectl get pv -o json | jq -r '.items[] | select(.spec.claimRef == null) | .metadata.name' | sort
+}
+# assert_volumes PATH VOLUMES_BEFORE POLICIES_BEFORE UNCLAIMED_BEFORE: the only volumes left in
+# $ns are those of the N claims, Bound, with the reclaim policy the volumes had before, and no
+# volume without a claimRef appeared; the claims are on new volumes (copy, two-copies) or on the
+# same ones (expansion). Released volumes are deleted by the PV controller asynchronously:
+# waited for.
 assert_volumes() {
-  local path=$1 before=$2 policies=$3 deadline=$((SECONDS + 120)) want i v left volumes phase policy claim
+  local path=$1 before=$2 policies=$3 unclaimed=$4 deadline=$((SECONDS + 120)) want i v left volumes phase policy claim
   want=$(for ((i = 0; i < replicas; i++)); do jp "pvc/data-web-$i" '{.spec.volumeName}'; echo; done | sort)
   while :; do
     volumes=$(ns_volumes)
-    left=$(awk '{ print $1 }' <<<"$volumes" | comm -23 - <(echo "$want"))
+    left=$(
+      awk '{ print $1 }' <<<"$volumes" | comm -23 - <(echo "$want")
+      unclaimed_volumes | comm -23 - <(echo "$unclaimed") | sed 's/$/ (no claimRef)/'
+    )
     [[ -z $left ]] && break
-    ((SECONDS < deadline)) || fail "$path: volumes left behind after 120 s: $(grep -F -f <(echo "$left") <<<"$volumes")"
+    ((SECONDS < deadline)) || fail "$path: volumes left behind after 120 s: $left; in $ns: $volumes"
     sleep 1
   done
   for v in $want; do
@@ -226,9 +234,10 @@ measure_path() {
   add_data web "$replicas" "$data_mib"
   ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken"
   # The volumes before, and their reclaim policy: what it must be again at the end.
-  local volumes_before policies_before
+  local volumes_before policies_before unclaimed_before
   volumes_before=$(ns_volumes | awk '{ print $1 }')
   policies_before=$(ns_volumes | awk '{ print $3 }' | sort -u)
+  unclaimed_before=$(unclaimed_volumes)
 
   journal=$work/journal-$path.db
   local args=(--journal "$journal" "${extra[@]}") attempt deadline
@@ -281,7 +290,7 @@ measure_path() {
   step "check, and gather the figures"
   e2e_assert_resized web "$replicas" 2Gi
   e2e_stop_controller "$controller_pid"
-  assert_volumes "$path" "$volumes_before" "$policies_before"
+  assert_volumes "$path" "$volumes_before" "$policies_before" "$unclaimed_before"
 
   # API requests, by verb, per resized claim.
   local total=0 verb n0 n1 per
