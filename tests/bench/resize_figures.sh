@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Figures of one resize (issue #5's closing note), not a pass/fail timing test: a StatefulSet of
-# N replicas with MiB of random data per volume is resized from 1Gi to 2Gi through the
-# stsresize.dev/resize annotation, once on the copy path (StorageClass sim-fixed) and once on the
-# expansion path (sim-expandable), by `stsresize run` on a local control plane. Prints a table:
+# Figures of one resize (issues #5 and #17), not a pass/fail timing test: a StatefulSet of N
+# replicas with MiB of random data per volume is resized from 1Gi to 2Gi through the
+# stsresize.dev/resize annotation by `stsresize run` on a local control plane, once per path:
+#
+#   copy        StorageClass sim-fixed, the controller as shipped: the rebind path (each claim
+#               copied once into a claim of the target size, whose volume then takes the claim's
+#               name; no copy back)
+#   two-copies  sim-fixed, the controller started with --no-rebind: the two-copy path (backup,
+#               recreate the claim empty, copy back)
+#   expansion   sim-expandable: the claims expanded in place
+#
+# Prints a table, one column per path:
 #
 #   API requests per resized claim   the controller's stsresize_api_requests_total (/metrics),
 #                                    scraped just before the request and just after completion,
 #                                    by verb, divided by the number of claims (watches included)
 #   bytes copied per byte of data    what the copy Jobs' rsync transferred (its --info=progress2
 #                                    total, from the Job pods' logs kept by the node simulator),
-#                                    divided by the data in the volumes (the copy Jobs' source
+#                                    divided by the data in the volumes (the backup Jobs' source
 #                                    summaries: files and bytes of every regular file)
 #   downtime                         time with readyReplicas below the original count, from a
 #                                    `kubectl get -w` of the StatefulSet timestamped on arrival;
@@ -22,25 +30,37 @@
 #   controller CPU, RSS              /proc of the controller: CPU seconds during the resize,
 #                                    RSS at the end and its peak (VmHWM)
 #
-# Every resize is also checked (sizes, sha256 of every file, replicas, no leftovers); a failed
-# check exits 1.
+# With both copy and two-copies, a line after the table divides the rebind path's downtime and
+# total time by the two-copy path's (same run, same data, same machine).
+#
+# Every resize is also checked; a failed check exits 1: sizes, sha256 of every file, replicas,
+# the path the journal says was taken (Rebind, Copy with "not rebind: ...", Expand), the copy
+# Jobs that ran (copy: one backup Job per claim and no restore Job; two-copies: one of each per
+# claim; expansion: none), the rsync logs found for each, bytes copied per byte of data (copy
+# 0.95 to 1.05, two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, no
+# PersistentVolume left of the old claims or of the copies nor a new one without a claimRef
+# (the PV controller deletes released volumes asynchronously: waited for, up to 120 s), the
+# volumes' reclaim policy back to what it was.
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
-#                                 [--paths copy,expansion] [--poll-interval DURATION]
+#                                 [--paths copy,two-copies,expansion] [--poll-interval DURATION]
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
 #
 #   --data-mib       random data per volume, in MiB (default 1024); the volumes' disk must
-#                    hold 3 copies of it per replica (source, backup, recreated claim)
+#                    hold 3 copies of it per replica (two-copies: source, backup, recreated
+#                    claim; copy: 2)
+#   --paths          which paths, in this order (default copy,two-copies,expansion)
 #   --poll-interval  passed to `stsresize run` (default: the controller's own)
-#   --kubeconfig     use this cluster (a namespace of its own, deleted at the end); otherwise a
-#                    private cluster --name (default resize-figures) is brought up and down
+#   --kubeconfig     use this cluster (a namespace of its own per path, deleted at its end);
+#                    otherwise a private cluster --name (default resize-figures) is brought up
+#                    and down
 #   --keep           leave the private cluster up
 #   --out DIR        keep the controller logs, /metrics scrapes, journals, replays and watch
 #                    samples in DIR
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$repo/build data_mib=1024 replicas=3 paths=copy,expansion poll_interval='' given_kubeconfig=''
+build=$repo/build data_mib=1024 replicas=3 paths=copy,two-copies,expansion poll_interval='' given_kubeconfig=''
 cluster_name=resize-figures keep=0 out=''
 while (($#)); do
   case $1 in
@@ -53,13 +73,19 @@ while (($#)); do
     --name) cluster_name=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     *) echo "resize_figures: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 stsresize=$build/bin/stsresize
 [[ -x $stsresize ]] || { echo "resize_figures: $stsresize is missing (cmake --build build --target stsresize)" >&2; exit 1; }
 [[ $data_mib =~ ^[0-9]+$ && $replicas =~ ^[1-9][0-9]*$ ]] || { echo "resize_figures: --data-mib and --replicas take numbers" >&2; exit 2; }
+IFS=, read -r -a path_list <<<"$paths"
+((${#path_list[@]})) || { echo "resize_figures: --paths names no path" >&2; exit 2; }
+for p in "${path_list[@]}"; do
+  [[ $p == copy || $p == two-copies || $p == expansion ]] ||
+    { echo "resize_figures: unknown path '$p' in --paths (copy, two-copies, expansion)" >&2; exit 2; }
+done
 
 if [[ -n $given_kubeconfig ]]; then
   export KUBECONFIG=$given_kubeconfig
@@ -70,7 +96,8 @@ else
 fi
 unset STSRESIZE_KUBECONFIG_PATH_FILE
 
-# The volumes live in the cluster directory: source, backup and recreated claim at once.
+# The volumes live in the cluster directory: on the two-copy path, source, backup and
+# recreated claim at once (each path's volumes are gone before the next path starts).
 need_mib=$((data_mib * replicas * 3 + 512))
 avail_mib=$(df -Pm "$(dirname "$KUBECONFIG")" | awk 'NR == 2 { print $4 }')
 if ((avail_mib < need_mib)); then
@@ -150,21 +177,70 @@ status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # seconds FROM TO (epoch seconds with fractions), 1 decimal.
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
+# ns_volumes: "name phase reclaimPolicy claim" of every PersistentVolume whose claimRef is in $ns
+# (bound, pre-bound or released), sorted.
+ns_volumes() {
+  kubectl get pv -o json | jq -r --arg ns "$ns" '.items[] | select(.spec.claimRef.namespace == $ns)
+    | "\(.metadata.name) \(.status.phase) \(.spec.persistentVolumeReclaimPolicy) \(.spec.claimRef.name)"' | sort
+}
+# unclaimed_volumes: the names of the PersistentVolumes with no claimRef at all, sorted.
+unclaimed_volumes() {
+  kubectl get pv -o json | jq -r '.items[] | select(.spec.claimRef == null) | .metadata.name' | sort
+}
+# assert_volumes PATH VOLUMES_BEFORE POLICIES_BEFORE UNCLAIMED_BEFORE: the only volumes left in
+# $ns are those of the N claims, Bound, with the reclaim policy the volumes had before, and no
+# volume without a claimRef appeared; the claims are on new volumes (copy, two-copies) or on the
+# same ones (expansion). Released volumes are deleted by the PV controller asynchronously:
+# waited for.
+assert_volumes() {
+  local path=$1 before=$2 policies=$3 unclaimed=$4 deadline=$((SECONDS + 120)) want i v left volumes phase policy claim
+  want=$(for ((i = 0; i < replicas; i++)); do jp "pvc/data-web-$i" '{.spec.volumeName}'; echo; done | sort)
+  while :; do
+    volumes=$(ns_volumes)
+    left=$(
+      awk '{ print $1 }' <<<"$volumes" | comm -23 - <(echo "$want")
+      unclaimed_volumes | comm -23 - <(echo "$unclaimed") | sed 's/$/ (no claimRef)/'
+    )
+    [[ -z $left ]] && break
+    ((SECONDS < deadline)) || fail "$path: volumes left behind after 120 s: $left; in $ns: $volumes"
+    sleep 1
+  done
+  for v in $want; do
+    read -r _ phase policy claim < <(grep "^$v " <<<"$volumes") || fail "$path: pv/$v is not in $ns"
+    [[ $phase == Bound && $claim == data-web-* ]] || fail "$path: pv/$v is $phase for $claim"
+    [[ $policy == "$policies" ]] || fail "$path: pv/$v has reclaim policy $policy, was $policies"
+  done
+  if [[ $path == expansion ]]; then
+    [[ $want == "$before" ]] || fail "$path: the claims changed volumes: $before -> $want"
+  else
+    [[ -z $(comm -12 <(echo "$want") <(echo "$before")) ]] || fail "$path: a claim is still on its old volume: $want"
+  fi
+  ok "volumes: only the $replicas claims' ($( [[ $path == expansion ]] && echo same || echo new)), Bound, reclaim policy $policies; none of the old claims or copies left"
+}
+
 measure_path() {
   local path=$1 class journal port sts_watch watch_pid pod_watch pod_watch_pid t0 t1 cpu0 cpu1 i bytes_data=0 bytes_copied=0 t
+  # want_path: what the journal must say was taken; jobs: the copy Jobs per claim (backup restore).
+  local want_path want_jobs extra=()
   case $path in
-    copy) class=sim-fixed ;;
-    expansion) class=sim-expandable ;;
-    *) fail "unknown path $path (copy or expansion)" ;;
+    copy) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
+    two-copies) class=sim-fixed want_path=Copy want_jobs="1 1" extra=(--no-rebind) ;;
+    expansion) class=sim-expandable want_path=Expand want_jobs="0 0" ;;
+    *) fail "unknown path $path (copy, two-copies or expansion)" ;;
   esac
   use_namespace
   step "$path path ($class): StatefulSet web, $replicas replicas of 1Gi, $data_mib MiB of random data each"
   e2e_statefulset web "$class" "$replicas"
   add_data web "$replicas" "$data_mib"
   ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken"
+  # The volumes before, and their reclaim policy: what it must be again at the end.
+  local volumes_before policies_before unclaimed_before
+  volumes_before=$(ns_volumes | awk '{ print $1 }')
+  policies_before=$(ns_volumes | awk '{ print $3 }' | sort -u)
+  unclaimed_before=$(unclaimed_volumes)
 
   journal=$work/journal-$path.db
-  local args=(--journal "$journal") attempt deadline
+  local args=(--journal "$journal" "${extra[@]}") attempt deadline
   [[ -n $poll_interval ]] && args+=(--poll-interval "$poll_interval")
   # A free port may be taken by another process before the controller binds it: try another.
   for attempt in 1 2 3; do
@@ -214,6 +290,7 @@ measure_path() {
   step "check, and gather the figures"
   e2e_assert_resized web "$replicas" 2Gi
   e2e_stop_controller "$controller_pid"
+  assert_volumes "$path" "$volumes_before" "$policies_before" "$unclaimed_before"
 
   # API requests, by verb, per resized claim.
   local total=0 verb n0 n1 per
@@ -233,9 +310,18 @@ measure_path() {
   done
 
   # Bytes: every copy Job pod's log and termination message, kept by the node simulator.
-  local pod_dir copied summary
+  local pod_dir copied summary job
+  local -A backup_jobs=() restore_jobs=()
   for pod_dir in "$nodesim_dir/pods/${ns}_"*-stsresize-*; do
     [[ -f $pod_dir/copy.log ]] || continue
+    job=${pod_dir##*/}
+    job=${job#"${ns}_"}
+    job=${job%-*}
+    case $job in
+      *-stsresize-backup) backup_jobs[$job]=1 ;;
+      *-stsresize-restore) restore_jobs[$job]=1 ;;
+      *) fail "a copy log of an unexpected pod: $pod_dir" ;;
+    esac
     copied=$(tr '\r' '\n' <"$pod_dir/copy.log" | awk '$2 ~ /%$/ { b = $1 } END { gsub(",", "", b); print b + 0 }')
     bytes_copied=$((bytes_copied + copied))
     summary=$(cat "$pod_dir/copy.termination-log" 2>/dev/null || true)
@@ -243,6 +329,12 @@ measure_path() {
       bytes_data=$((bytes_data + $(jq -r .source.bytes <<<"$summary")))
     fi
   done
+  local want_backup=${want_jobs% *} want_restore=${want_jobs#* }
+  ((${#backup_jobs[@]} == want_backup * replicas && ${#restore_jobs[@]} == want_restore * replicas)) ||
+    fail "$path: copy Jobs with an rsync log: ${#backup_jobs[@]} backup (${!backup_jobs[*]}), ${#restore_jobs[@]} restore (${!restore_jobs[*]}); want $((want_backup * replicas)) and $((want_restore * replicas))"
+  ((want_backup == 0 || bytes_data > 0)) || fail "$path: no backup Job's source summary (copy.termination-log)"
+  ((want_backup == 0 || bytes_copied > 0)) || fail "$path: no bytes transferred in the copy Jobs' rsync logs"
+  ok "copy Jobs' rsync logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore"
   if ((bytes_data == 0)); then # no copy: the data as the volumes hold it
     for ((i = 0; i < replicas; i++)); do
       t=$(find "$(pv_dir "data-web-$i")" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
@@ -253,6 +345,16 @@ measure_path() {
   record "bytes copied (MiB, rsync, all Jobs)" "$path" "$((bytes_copied / 1048576))"
   record "bytes copied per byte of data" "$path" \
     "$(awk -v c="$bytes_copied" -v d="$bytes_data" 'BEGIN { printf "%.2f", d ? c / d : 0 }')"
+  # Byte counts, not timings: the rebind path copies each byte once, the two-copy path twice.
+  local bounds
+  case $path in
+    copy) bounds="0.95 1.05" ;;
+    two-copies) bounds="1.95 2.05" ;;
+    expansion) bounds="0 0" ;;
+  esac
+  awk -v c="$bytes_copied" -v d="$bytes_data" -v lo="${bounds% *}" -v hi="${bounds#* }" \
+    'BEGIN { r = d ? c / d : 0; exit !(r >= lo && r <= hi) }' ||
+    fail "$path: $bytes_copied bytes copied for $bytes_data of data, not ${bounds% *} to ${bounds#* } per byte"
 
   # Downtime: readyReplicas below the original count, from the request to the end of the watch.
   record "downtime: readyReplicas < $replicas (s)" "$path" \
@@ -274,6 +376,14 @@ measure_path() {
   # Time per phase, from the journal.
   "$stsresize" replay --journal "$journal" -o json >"$work/replay-$path.json" ||
     fail "replay of $journal: $(head -c 300 "$work/replay-$path.json")"
+  local taken planned
+  taken=$(jq -r '.operations[0].path + " " + .operations[0].finalPhase' "$work/replay-$path.json")
+  [[ $taken == "$want_path Completed" ]] || fail "$path: the journal says '$taken', want '$want_path Completed'"
+  planned=$(jq -r '[.rows[] | select(.event == "Planned") | .details] | first // ""' "$work/replay-$path.json")
+  if [[ $path == two-copies ]]; then
+    [[ $planned == *"not rebind: "* ]] || fail "$path: the Planned record does not say why not rebind: $planned"
+  fi
+  ok "journal: $taken; planned: $planned"
   local phase secs
   while read -r phase secs; do
     [[ $phase == Pending ]] || record "phase $phase (s)" "$path" "$secs"
@@ -287,7 +397,15 @@ measure_path() {
   record "total: request annotated -> completed (s)" "$path" "$(seconds "$t0" "$t1")"
   record "controller CPU during the resize (s)" "$path" "$(seconds "$cpu0" "$cpu1")"
 
-  kubectl delete namespace "$ns" --wait=false >/dev/null
+  # Gone before the next path starts: its volumes would hold the disk and their deletion would
+  # load the machine during the next measurement.
+  kubectl delete namespace "$ns" --wait=true --timeout=300s >/dev/null ||
+    fail "namespace $ns not deleted in 300 s"
+  deadline=$((SECONDS + 120))
+  while [[ -n $(ns_volumes) ]]; do
+    ((SECONDS < deadline)) || fail "volumes of namespace $ns not deleted in 120 s: $(ns_volumes)"
+    sleep 1
+  done
   ns=''
 }
 
@@ -303,7 +421,6 @@ rows+=("total: journal, first to last record (s)" "total: request annotated -> c
   "controller CPU during the resize (s)" "controller RSS at the end / peak (MiB)")
 for r in "${rows[@]}"; do seen[$r]=1; done
 
-IFS=, read -r -a path_list <<<"$paths"
 for p in "${path_list[@]}"; do measure_path "$p"; done
 
 echo
@@ -322,3 +439,15 @@ for row in "${rows[@]}"; do
   ((filled)) || continue
   echo "$line"
 done
+# ratio ROW: copy's figure over two-copies' (2 decimals), "-" if either is missing or zero.
+ratio() {
+  awk -v a="${figure[$1|copy]:-}" -v b="${figure[$1|two-copies]:-}" \
+    'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}
+if [[ -n ${figure[bytes copied per byte of data|copy]:-} && -n ${figure[bytes copied per byte of data|two-copies]:-} ]]; then
+  echo
+  printf 'downtime, rebind / two copies: %s (readyReplicas < %s), %s (Ready pods < %s); total time: %s\n' \
+    "$(ratio "downtime: readyReplicas < $replicas (s)")" "$replicas" \
+    "$(ratio "downtime: Ready pods < $replicas (s)")" "$replicas" \
+    "$(ratio "total: request annotated -> completed (s)")"
+fi
