@@ -20,7 +20,10 @@
 #                  FenceRestored) until every restore is verified, and completes with the data.
 #   journal_lost   as state_removed, and the controller comes back with an empty journal: it
 #                  starts nothing over the backup claims (Warning UnfinishedOperation,
-#                  resize-status), deletes nothing, leaves the set at 0.
+#                  resize-status), deletes nothing, leaves the set at 0. Backup claims still hold
+#                  the data there only on the two-copy path (the rebind path has deleted them, each
+#                  claim on its copy's volume): this case runs the controller with --no-rebind;
+#                  the others run the default, rebind path.
 #   edited         mode=step, held at BackingUp -> Recreating: the phase inside the state is
 #                  edited to Completed. The controller restores the state from its journal
 #                  (Warning StateRestored) and, approved, completes with the data.
@@ -162,7 +165,9 @@ mode=manual
 k annotate statefulset web "stsresize.dev/mode=$mode" >/dev/null
 
 step "start the controller; request 2Gi"
-e2e_start_controller controller.log
+controller_args=()
+[[ $case_name == journal_lost ]] && controller_args=(--no-rebind)
+e2e_start_controller controller.log "${controller_args[@]}"
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 
 # Every file's sha256 as before, 3/3 Ready at 2Gi, nothing left, the journal consistent.
@@ -241,7 +246,7 @@ case $case_name in
         stsresize.dev/awaiting-approval- >/dev/null
     fi
     if [[ $case_name == journal_lost ]]; then
-      e2e_start_controller controller-2.log
+      e2e_start_controller controller-2.log "${controller_args[@]}"
       deadline=$((SECONDS + 60))
       until e2e_warnings web | grep -q UnfinishedOperation; do
         ((SECONDS > deadline)) && fail "no Warning UnfinishedOperation: $(e2e_warnings web)"
