@@ -9,8 +9,9 @@
 #                  (same uids) and fails; the writers keep writing. Then `advance --retry` resizes
 #                  for real: the last line each writer wrote before the scale-up, and the last
 #                  line it wrote before the retried resize stopped it, are on the final claims.
-#   state_removed  mode=manual, held at Recreating -> Restoring (every source replaced by an
-#                  empty claim, the data only in the backup claims): the stsresize.dev/state and
+#   state_removed  mode=manual, held at Recreating -> Restoring (every source replaced: on the
+#                  rebind path, each claim created again on its copy's volume, no backup claim
+#                  left; adapters/controller/attention.cc must still see the operation): the stsresize.dev/state and
 #                  phase annotations are removed. The operation is continued from the journal
 #                  (Warning OperationRecovered) and completes with every file's sha256 intact and
 #                  3 replicas; one operation in the journal.
@@ -231,7 +232,11 @@ case $case_name in
     ;;
   state_removed | reapplied | journal_lost)
     approve_until "Recreating -> Restoring"
-    ok "every source claim replaced; the data only in $(k get pvc -o name | grep -c stsresize-bak) backup claims"
+    if [[ $case_name == journal_lost ]]; then
+      ok "every source claim replaced; the data only in $(k get pvc -o name | grep -c stsresize-bak) backup claims"
+    else
+      ok "every source claim replaced (the rebind path: each on its copy's volume)"
+    fi
     if [[ $case_name == journal_lost ]]; then
       e2e_stop_controller "$controller_pid"
       rm -f "$work"/journal.db*
