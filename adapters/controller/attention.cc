@@ -53,6 +53,15 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
   // No state, but backups of an operation that did not complete: the reconciler continues it
   // from the journal, or refuses to start another on top of it.
   if (!unfinished_backups(statefulset, claims_in_namespace).empty()) return Attention::Operation;
+  // The rebind path keeps no backup claim past Recreating: a claim an operation created again
+  // (stsresize.dev/recreated-by) that is not the last one completed says the same.
+  const std::string completed = last_operation_id(statefulset);
+  for (const Json& claim : claims_in_namespace) {
+    auto recreated_by = k8s::annotation(claim, kRecreatedByAnnotation);
+    if (recreated_by && recreated_by->has_value() && **recreated_by != completed) {
+      return Attention::Operation;
+    }
+  }
   if (is_marked_failed(statefulset)) return Attention::None;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
   if (request && request->has_value()) return Attention::Request;

@@ -171,7 +171,8 @@ TEST_F(PeopleMidOperation, AScaleUpAndDownWhileTheControllerWasAwayIsCopiedAgain
   world.cluster.write_file(world.claim(late), "app/while-away.log", "written while away");
   scale_to(0);
   world.settle(5);
-  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
+  reconciler =
+      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
   auto_mode();
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data({{late, {{"app/while-away.log", "written while away"}}}});
@@ -214,6 +215,21 @@ TEST_F(PeopleMidOperation, TheStateRemovedAfterASourceDeleteIsContinuedFromTheJo
   EXPECT_EQ(operations->size(), 1u);  // the same operation, not a second one
 }
 
+// The rebind path: every claim already on its copy's volume when the state goes.
+TEST_F(PeopleMidOperation, OnTheRebindPathTheStateRemovedAfterASourceDeleteIsContinued) {
+  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events,
+                                            EngineSettings{});
+  wait_in(Phase::Recreating);
+  auto_mode();
+  remove_state();
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data();
+  EXPECT_EQ(world.events.with_reason("OperationRecovered").size(), 1u);
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  EXPECT_EQ(operations->size(), 1u);
+}
+
 TEST_F(PeopleMidOperation, AStatefulSetDeletedAndAppliedAgainIsFencedUntilRestored) {
   wait_in(Phase::Recreating);
   // kubectl delete sts web; kubectl apply -f web.yaml (the manifest: 3 replicas, 2Gi, no state)
@@ -233,7 +249,8 @@ TEST_F(PeopleMidOperation, WithTheJournalLostTooNoOperationStartsOverItsBackups)
   auto_mode();
   remove_state();
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
+  reconciler =
+      std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   const int before = world.kube.mutations();
   const ReconcileResult result = reconciler->reconcile(kNs, kSts);
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
@@ -259,7 +276,8 @@ TEST_F(PeopleMidOperation,
   auto_mode();
   remove_state();
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
+  reconciler =
+      std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   expect_completed_with_data();
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
@@ -279,7 +297,8 @@ TEST_F(PeopleMidOperation, AnUnreadableOriginalReplicasMarkIsRefusedAndChangesNo
     live["metadata"]["annotations"][std::string{kOriginalReplicasAnnotation}] = "three";
   });
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
+  reconciler =
+      std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   const int before = world.kube.mutations();
   const ReconcileResult result = reconciler->reconcile(kNs, kSts);
   ASSERT_TRUE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
@@ -306,7 +325,8 @@ TEST_F(PeopleMidOperation, AnOriginalReplicasMarkIsDroppedOnceTheSetRunsAgain) {
   });
   scale_to(kReplicas);
   MemoryJournal empty;
-  reconciler = std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
+  reconciler =
+      std::make_unique<Reconciler>(world.kube, empty, world.clock, world.events, two_copies());
   EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kOriginalReplicasAnnotation)->has_value());
   EXPECT_TRUE(empty.operations()->empty());

@@ -163,6 +163,31 @@ TEST(Attention, AnOperationUnderWayNeedsAttentionUntilItEnds) {
   EXPECT_EQ(attention_of(world), Attention::None);
 }
 
+// The rebind path leaves no backup claim once Recreating ends (each claim is on its copy's
+// volume): with the state then removed, the claims created again by the operation are what
+// says it did not complete, so that the reconciler continues it from the journal.
+TEST(Attention, AnOperationWhoseStateWasRemovedAfterItsClaimsWereRebornNeedsAttention) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false, "2Gi");
+  MemoryJournal journal;
+  Reconciler reconciler(world.kube, journal, world.clock, world.events);
+  testing::reconcile_until(reconciler, world,
+                           {"phase Restoring",
+                            [&](const ReconcileResult&) {
+                              auto op = read_operation(world.live_sts());
+                              return op && op->has_value() && (*op)->phase == Phase::Restoring;
+                            }},
+                           {.limit = 200});
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"].erase(std::string{kStateAnnotation});
+    live["metadata"]["annotations"].erase(std::string{kPhaseAnnotation});
+  });
+  EXPECT_EQ(attention_of(world), Attention::Operation);
+  testing::reconcile_until(reconciler, world, testing::idle(),
+                           {.limit = 200, .terminal_fails = false});
+  EXPECT_EQ(attention_of(world), Attention::None);
+}
+
 TEST(Attention, AFailedOperationNeedsAttentionOnlyWhileAnAdvanceRequestWaitsForAnAnswer) {
   ResizeWorld world;
   world.seed(/*expandable=*/false, "2Gi");

@@ -15,13 +15,21 @@
 # Warning ResizeAborted, and the journal replays to Failed with the accepted abort.
 #   refused       mode=manual, held at Recreating -> Restoring (every source claim replaced):
 #                 `advance --abort` exits 5 naming the backup claims, and nothing changes; then
-#                 approved to completion, every claim 2Gi, data intact.
-#   abort.sh STSRESIZE_BINARY scaling_down|backing_up|recreating|refused
-case_name=${2:?scaling_down, backing_up, recreating or refused}
+#                 approved to completion, every claim 2Gi, data intact. Only the two-copy path
+#                 refuses there (the rebind path puts each claim back on its own volume): this
+#                 case runs the controller with --no-rebind; the others run the default, rebind
+#                 path.
+#   rebound       mode=manual, held at Recreating -> Restoring on the rebind path (every source
+#                 claim deleted and created again on its copy's volume): the abort puts each claim
+#                 back on its own old volume (a new claim object, so not the same uid), 1Gi, the
+#                 data intact, every volume's reclaim policy as before, the copies' volumes
+#                 released; the rest as above.
+#   abort.sh STSRESIZE_BINARY scaling_down|backing_up|recreating|refused|rebound
+case_name=${2:?scaling_down, backing_up, recreating, refused or rebound}
 case $case_name in
-  scaling_down | backing_up | recreating | refused) ;;
+  scaling_down | backing_up | recreating | refused | rebound) ;;
   *)
-    echo "usage: $0 STSRESIZE_BINARY scaling_down|backing_up|recreating|refused" >&2
+    echo "usage: $0 STSRESIZE_BINARY scaling_down|backing_up|recreating|refused|rebound" >&2
     exit 2
     ;;
 esac
@@ -67,13 +75,26 @@ approve_until() {
 step "StatefulSet web: 3 replicas, claims of 1Gi on sim-fixed, random data in every volume"
 e2e_statefulset web sim-fixed 3
 e2e_claim_uids web 3 >"$work/uids-before"
+# "claim volume reclaim-policy" of each claim as it starts.
+volumes() {
+  local i volume
+  for i in 0 1 2; do
+    volume=$(jp "pvc/data-web-$i" '{.spec.volumeName}')
+    echo "data-web-$i $volume $(kubectl get pv "$volume" -o jsonpath='{.spec.persistentVolumeReclaimPolicy}')"
+  done
+}
+volumes >"$work/volumes-before"
 mode=manual
 [[ $case_name == backing_up || $case_name == recreating ]] && mode=step
 k annotate statefulset web "stsresize.dev/mode=$mode" >/dev/null
 ok "$(wc -l <"$work/before-web-0") files per volume; stsresize.dev/mode=$mode"
 
 step "start the controller; request 2Gi"
-e2e_start_controller controller.log
+if [[ $case_name == refused ]]; then
+  e2e_start_controller controller.log --no-rebind
+else
+  e2e_start_controller controller.log
+fi
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 
 case $case_name in
@@ -152,6 +173,16 @@ EOF
     approve_until "Recreating -> Restoring"
     phase=Recreating
     ;;
+  rebound)
+    approve_until "Recreating -> Restoring"
+    volumes >"$work/volumes-copies"
+    while read -r claim volume _; do
+      grep -q "^$claim $volume " "$work/volumes-before" && fail "$claim is still on its own volume $volume"
+      [[ $(jp "pvc/$claim" '{.spec.resources.requests.storage}') == 2Gi ]] || fail "$claim is not 2Gi in Restoring"
+    done <"$work/volumes-copies"
+    ok "every source claim replaced, each on its copy's volume: $(awk '{print $2}' "$work/volumes-copies" | paste -sd' ')"
+    phase=Recreating
+    ;;
 esac
 
 if [[ $case_name == refused ]]; then
@@ -201,14 +232,37 @@ failure=$(jq -r .failure <<<"$state")
 [[ $(jp statefulset/web '{.metadata.labels.stsresize\.dev/failed}') == true ]] || fail "no stsresize.dev/failed=true label"
 ok "failure \"$failure\", label stsresize.dev/failed=true"
 e2e_claim_uids web 3 >"$work/uids-after"
-diff -q "$work/uids-before" "$work/uids-after" >/dev/null ||
-  fail "the source claims were replaced: $(diff "$work/uids-before" "$work/uids-after")"
+if [[ $case_name == rebound ]]; then
+  # Each claim created again on its own old volume, with that volume's reclaim policy as before.
+  volumes >"$work/volumes-after"
+  diff -q "$work/volumes-before" "$work/volumes-after" >/dev/null ||
+    fail "not every claim is back on its own volume with its policy: $(diff "$work/volumes-before" "$work/volumes-after")"
+  while read -r claim uid; do
+    grep -q "^$claim $uid\$" "$work/uids-before" && fail "$claim is the same object: it was never deleted"
+  done <"$work/uids-after"
+  ok "every claim created again on its own volume, reclaim policy as before: $(awk '{print $2 "=" $3}' "$work/volumes-after" | paste -sd' ')"
+  deadline=$((SECONDS + 60))
+  while read -r claim volume _; do
+    while kubectl get pv "$volume" >/dev/null 2>&1; do
+      ((SECONDS > deadline)) && fail "the copy's volume $volume ($claim) is still there: $(kubectl get pv "$volume" -o jsonpath='{.spec.persistentVolumeReclaimPolicy} {.status.phase}')"
+      sleep 0.5
+    done
+  done <"$work/volumes-copies"
+  ok "the copies' volumes released and gone"
+else
+  diff -q "$work/uids-before" "$work/uids-after" >/dev/null ||
+    fail "the source claims were replaced: $(diff "$work/uids-before" "$work/uids-after")"
+fi
 for i in 0 1 2; do
   [[ $(jp "pvc/data-web-$i" '{.spec.resources.requests.storage}') == 1Gi ]] || fail "pvc/data-web-$i is not 1Gi"
   [[ $(jp "pvc/data-web-$i" '{.status.phase}') == Bound ]] || fail "pvc/data-web-$i is not Bound"
 done
 e2e_assert_data_intact web 3
-ok "every source claim the same uid, 1Gi and Bound; every file's sha256 unchanged"
+if [[ $case_name == rebound ]]; then
+  ok "every claim 1Gi and Bound; every file's sha256 unchanged"
+else
+  ok "every source claim the same uid, 1Gi and Bound; every file's sha256 unchanged"
+fi
 [[ $(jp statefulset/web '{.spec.replicas}') == 3 ]] || fail "spec.replicas is not 3"
 k rollout status statefulset/web --timeout=180s >/dev/null || fail "statefulset/web is not ready again"
 [[ $(jp statefulset/web '{.status.readyReplicas}') == 3 ]] || fail "readyReplicas is not 3"

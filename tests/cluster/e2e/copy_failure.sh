@@ -12,7 +12,9 @@
 #            Warning naming the restore Job and where the data is (a selector that finds the
 #            backup claims); NOT scaled back (the sources were replaced by empty claims: 0
 #            replicas stay 0); every backup claim kept, ours, with every file's sha256 as
-#            before; the journal replays to Failed.
+#            before; the journal replays to Failed. Restore Jobs exist only on the two-copy path
+#            (the rebind path copies nothing in Restoring): this case runs the controller with
+#            --no-rebind; the backup case runs the default, rebind path.
 #   copy_failure.sh STSRESIZE_BINARY backup|restore
 failing=${2:?backup or restore}
 [[ $failing == backup || $failing == restore ]] || {
@@ -37,7 +39,11 @@ ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken on the host
 
 step "start the controller; request 2Gi with every $failing Job failing"
 [[ $failing == backup ]] && set_fault failJobPods "$fault_code"
-e2e_start_controller controller.log
+if [[ $failing == restore ]]; then
+  e2e_start_controller controller.log --no-rebind
+else
+  e2e_start_controller controller.log
+fi
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 if [[ $failing == restore ]]; then
   # No Job runs in Recreating: every backup Job has completed and none of the restore Jobs has

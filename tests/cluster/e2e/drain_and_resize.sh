@@ -21,8 +21,8 @@
 #                  2Gi; the journal replays (exit 0): the drain Completed, then the resize
 #                  Completed, the second started after the first ended.
 #   resize_first   stsresize.dev/mode=manual, the request for 2Gi; approved up to Recreating ->
-#                  Restoring (every source claim deleted and recreated empty, the data in the
-#                  backups); then `kubectl scale --replicas 2` (no admission fence installed).
+#                  Restoring (every source claim deleted and created again on its copy's volume,
+#                  the rebind path); then `kubectl scale --replicas 2` (no admission fence installed).
 #                  To the resize that is a breach of its fence, not a scale-down: it sets 0 again
 #                  (Warning FenceRestored naming spec.replicas 2 and the 3 replicas it ends at;
 #                  the set also restarts on the recreated claims, which may make a restore
@@ -364,11 +364,11 @@ case $case_name in
       sleep 0.3
     done
     resize=$(operation)
-    for i in 0 1 2; do
-      [[ -n $(k get pvc "data-web-$i-stsresize-bak" -o name 2>/dev/null) ]] || fail "no backup of data-web-$i"
-    done
+    # The rebind path (the default): each claim created again on its copy's volume, no backup
+    # claim left.
+    [[ -z $(k get pvc -o name | grep stsresize-bak || true) ]] || fail "a backup claim is left: $(k get pvc -o name)"
     [[ $(e2e_claim_uids web 3) != "$(cat "$work/uids-before")" ]] || fail "the source claims were not recreated"
-    ok "resize $resize waits at Recreating -> Restoring: the data in the backups, the claims recreated"
+    ok "resize $resize waits at Recreating -> Restoring: the claims recreated on their copies' volumes"
 
     step "scale to 2 during the resize: the fence set again, no drain"
     k scale statefulset web --replicas=2 >/dev/null

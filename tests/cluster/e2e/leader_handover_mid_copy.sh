@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two `stsresize run --leader-elect` replicas (a and b, each with its own journal); a resize on
-# the copy path; the leader is killed with SIGKILL while the backup Jobs are in flight; the
+# the copy path (its default, rebind variant: one backup Job per claim, no restore Job); the
+# leader is killed with SIGKILL while the backup Jobs are in flight; the
 # standby takes the Lease and finishes from the StatefulSet's annotations alone: every claim 2Gi
 # with every file's sha256 as before, 3/3 Ready, nothing left behind; every copy Job created
 # once (the standby adopted the leader's Jobs, same uids) and run once (one pod each, no failed
@@ -115,8 +116,11 @@ for job in $jobs_seen; do
   failed=$(awk -v j="$job" '$1 == "Job" && $2 == j && $4 != "" {print $4}' "$work/objects" | sort -u)
   [[ -z $failed ]] || fail "job/$job had failed attempts: $failed"
 done
-[[ $(wc -w <<<"$jobs_seen") == 6 ]] || fail "expected 3 backup and 3 restore Jobs, saw: $jobs_seen"
-ok "6 copy Jobs (3 backup, 3 restore), each one uid and one pod, no failed attempt"
+# The rebind path (the default) copies each claim once: a backup Job per claim, no restore Job.
+if [[ $(wc -w <<<"$jobs_seen") != 3 ]] || grep -qv -- '-stsresize-backup$' <<<"$jobs_seen"; then
+  fail "expected 3 backup Jobs and no other, saw: $jobs_seen"
+fi
+ok "3 backup Jobs (the rebind path copies once), each one uid and one pod, no failed attempt"
 
 step "both journals replay consistent"
 e2e_stop_controller "${pid_of[$follower]}"
@@ -134,5 +138,6 @@ ok "$follower's journal: Resumed in BackingUp, the in-flight backups verified by
 note "$(tail -n 1 <<<"$replay")"
 e2e_replay "$work/$leader.db"
 grep -q "OperationStarted" <<<"$replay" || fail "$leader's journal lacks the start: $replay"
+grep -q "Planned.*Rebind path" <<<"$replay" || fail "$leader's journal does not plan the rebind path: $replay"
 ok "$leader's journal (killed in BackingUp) is consistent too (exit 0)"
 note "$(tail -n 1 <<<"$replay")"

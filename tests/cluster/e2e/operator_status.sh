@@ -2,7 +2,7 @@
 # `stsresize status` and `stsresize describe` on a resize under way, on the local control plane:
 # a 3-replica StatefulSet resized on the copy path by `stsresize run`, while `status -o json` is
 # polled. Every poll must agree with the StatefulSet's phase annotation (between its readings
-# just before and just after the poll), report the copy path and 3 claims once planned, and never go backwards (phases
+# just before and just after the poll), report the path (rebind, the copy path's default) and 3 claims once planned, and never go backwards (phases
 # in the machine's order; within a phase, claims done never fall); the phases must advance and
 # the claims done must rise within a phase. After completion: the table shows Completed,
 # `describe --journal` lists every phase in the order the journal has them, and a cluster that
@@ -74,7 +74,8 @@ while :; do
   ((r >= last_rank)) || fail "phase went back: ${order[$last_rank]} -> $phase"
   ((r > last_rank)) && { seen+=("$phase"); last_done=-1; }
   if [[ $(jq -r '.items[0].claims' <<<"$json") != null ]]; then
-    [[ $(jq -r '.items[0].path' <<<"$json") == copy ]] || fail "path is not copy: $json"
+    # The copy path's default variant, which copies each claim once (--no-rebind gives copy).
+    [[ $(jq -r '.items[0].path' <<<"$json") == rebind ]] || fail "path is not rebind: $json"
     [[ $(jq -r '.items[0].claims.total' <<<"$json") == 3 ]] || fail "claims total is not 3: $json"
     done_now=$(jq -r '.items[0].claims.done' <<<"$json")
     ((done_now >= last_done)) || fail "claims done fell in $phase: $last_done -> $done_now"

@@ -9,8 +9,9 @@
 #                  (same uids) and fails; the writers keep writing. Then `advance --retry` resizes
 #                  for real: the last line each writer wrote before the scale-up, and the last
 #                  line it wrote before the retried resize stopped it, are on the final claims.
-#   state_removed  mode=manual, held at Recreating -> Restoring (every source replaced by an
-#                  empty claim, the data only in the backup claims): the stsresize.dev/state and
+#   state_removed  mode=manual, held at Recreating -> Restoring (every source replaced: on the
+#                  rebind path, each claim created again on its copy's volume, no backup claim
+#                  left; adapters/controller/attention.cc must still see the operation): the stsresize.dev/state and
 #                  phase annotations are removed. The operation is continued from the journal
 #                  (Warning OperationRecovered) and completes with every file's sha256 intact and
 #                  3 replicas; one operation in the journal.
@@ -20,7 +21,10 @@
 #                  FenceRestored) until every restore is verified, and completes with the data.
 #   journal_lost   as state_removed, and the controller comes back with an empty journal: it
 #                  starts nothing over the backup claims (Warning UnfinishedOperation,
-#                  resize-status), deletes nothing, leaves the set at 0.
+#                  resize-status), deletes nothing, leaves the set at 0. Backup claims still hold
+#                  the data there only on the two-copy path (the rebind path has deleted them, each
+#                  claim on its copy's volume): this case runs the controller with --no-rebind;
+#                  the others run the default, rebind path.
 #   edited         mode=step, held at BackingUp -> Recreating: the phase inside the state is
 #                  edited to Completed. The controller restores the state from its journal
 #                  (Warning StateRestored) and, approved, completes with the data.
@@ -162,7 +166,9 @@ mode=manual
 k annotate statefulset web "stsresize.dev/mode=$mode" >/dev/null
 
 step "start the controller; request 2Gi"
-e2e_start_controller controller.log
+controller_args=()
+[[ $case_name == journal_lost ]] && controller_args=(--no-rebind)
+e2e_start_controller controller.log "${controller_args[@]}"
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 
 # Every file's sha256 as before, 3/3 Ready at 2Gi, nothing left, the journal consistent.
@@ -226,7 +232,11 @@ case $case_name in
     ;;
   state_removed | reapplied | journal_lost)
     approve_until "Recreating -> Restoring"
-    ok "every source claim replaced; the data only in $(k get pvc -o name | grep -c stsresize-bak) backup claims"
+    if [[ $case_name == journal_lost ]]; then
+      ok "every source claim replaced; the data only in $(k get pvc -o name | grep -c stsresize-bak) backup claims"
+    else
+      ok "every source claim replaced (the rebind path: each on its copy's volume)"
+    fi
     if [[ $case_name == journal_lost ]]; then
       e2e_stop_controller "$controller_pid"
       rm -f "$work"/journal.db*
@@ -241,7 +251,7 @@ case $case_name in
         stsresize.dev/awaiting-approval- >/dev/null
     fi
     if [[ $case_name == journal_lost ]]; then
-      e2e_start_controller controller-2.log
+      e2e_start_controller controller-2.log "${controller_args[@]}"
       deadline=$((SECONDS + 60))
       until e2e_warnings web | grep -q UnfinishedOperation; do
         ((SECONDS > deadline)) && fail "no Warning UnfinishedOperation: $(e2e_warnings web)"

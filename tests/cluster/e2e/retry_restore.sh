@@ -8,7 +8,8 @@
 # Jobs deleted first, Event ResizeResumed) and it completes: every claim 2Gi with every file's
 # sha256 as before, 3/3 Ready, the label stsresize.dev/failed gone, no backup claim or Job
 # left. The journal holds one operation, consistent, Completed, with the accepted retry right
-# before "Failed -> Restoring (Resume)".
+# before "Failed -> Restoring (Resume)". Restore Jobs exist only on the two-copy path (the
+# rebind path copies nothing in Restoring): the controller runs with --no-rebind.
 #   retry_restore.sh STSRESIZE_BINARY
 # shellcheck source-path=SCRIPTDIR/../proof source=../proof/lib.sh
 source "$(dirname "$0")/../proof/lib.sh"
@@ -32,7 +33,7 @@ e2e_claim_uids web 3 >"$work/uids-before"
 ok "$(wc -l <"$work/before-web-0") files per volume"
 
 step "request 2Gi; the restore Jobs fail: Failed in Restoring, the data in the backup claims"
-e2e_start_controller controller.log
+e2e_start_controller controller.log --no-rebind
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 # No Job runs in Recreating: every backup Job has completed and no restore Job has started.
 e2e_wait_phase web Recreating 150
