@@ -270,7 +270,8 @@ TEST_F(SkipStep, ACrashBetweenTheJournalAndTheAnnotationStillEndsCompleted) {
   ASSERT_EQ(live_operation()->phase, Phase::CleaningUp);
   ASSERT_TRUE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());
 
-  reconciler = std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
+  reconciler =
+      std::make_unique<Reconciler>(world.kube, journal, world.clock, world.events, two_copies());
   run_to_idle();
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kStateAnnotation)->has_value());
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());

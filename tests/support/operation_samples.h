@@ -25,6 +25,18 @@ inline ClaimPlan sample_claim(const std::string& tmpl, int ordinal) {
 
 // Whether `phase` is one of the drain's own (not shared with the resize): a sample operation in it
 // is a drain.
+// `op` on the rebind path, each planned claim's volume and copy recorded kept (Retain), their
+// own policy Delete: a deleted source can still be put back on its volume.
+inline void on_rebind_path(Operation& op) {
+  op.path = Path::Rebind;
+  for (ClaimPlan& claim : op.claims) {
+    claim.source_volume = "pv-" + claim.claim;
+    claim.source_policy = "Delete";
+    claim.copy_volume = "pv-copy-" + claim.claim;
+    claim.copy_policy = "Delete";
+  }
+}
+
 inline bool drain_phase(Phase phase) {
   return phase == Phase::Draining || phase == Phase::DeletingClaims ||
          phase == Phase::StoppingDrain;

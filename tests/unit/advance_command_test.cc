@@ -246,23 +246,14 @@ TEST_F(AdvanceCommand, AbortInEveryPhaseSaysWhatItWouldDoOrWhyNot) {
   put_operation(Phase::Recreating, std::nullopt, "auto", planned(0));
   record("Recreating, a source being deleted", abort, kExitRefused);
   // The rebind path: each deleted source's volume is kept, so Restoring can still scale back.
-  const auto rebind = [](Operation& op) {
-    op.path = Path::Rebind;
-    for (ClaimPlan& claim : op.claims) {
-      claim.source_volume = "pv-" + claim.claim;
-      claim.source_policy = "Delete";
-      claim.copy_volume = "pv-copy-" + claim.claim;
-      claim.copy_policy = "Delete";
-    }
-  };
   put_operation(Phase::Restoring, std::nullopt, "auto", [&](Operation& op) {
     planned(3)(op);
-    rebind(op);
+    testing::on_rebind_path(op);
   });
   record("Restoring on the rebind path, dry run", dry_run, kExitOk);
   put_operation(Phase::ScalingUp, std::nullopt, "auto", [&](Operation& op) {
     planned(3)(op);
-    rebind(op);
+    testing::on_rebind_path(op);
   });
   record("ScalingUp on the rebind path, dry run", dry_run, kExitRefused);
   put_operation(Phase::BackingUp, Phase::Recreating, "step", planned(0));

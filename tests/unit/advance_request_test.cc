@@ -159,13 +159,7 @@ Operation copy_operation(Phase phase, int sources_deleted) {
 // The same on the rebind path, every source deleted with its volume kept (Retain).
 Operation rebind_operation(Phase phase) {
   Operation op = copy_operation(phase, 2);
-  op.path = Path::Rebind;
-  for (ClaimPlan& claim : op.claims) {
-    claim.source_volume = "pv-" + claim.claim;
-    claim.source_policy = "Delete";
-    claim.copy_volume = "pv-copy-" + claim.claim;
-    claim.copy_policy = "Delete";
-  }
+  testing::on_rebind_path(op);
   return op;
 }
 
