@@ -5,6 +5,7 @@
 // On the rebind path a deleted source is put back first: the claim created again on its own
 // volume, kept Retain (states/rebind.h); after the deletes, the volumes' own policies.
 #include "engine/naming.h"
+#include "states/fence.h"
 #include "states/rebind.h"
 #include "states/step_support.h"
 
@@ -12,7 +13,13 @@ namespace stsresize {
 
 StepOutcome scale_back_step(StepContext& ctx) {
   using namespace steps;
-  if (ctx.op.path == Path::Rebind) {
+  if (ctx.op.path == Path::Rebind && ctx.op.source_claim_deleted()) {
+    // A claim is deleted and created again only while nothing but the operation uses the
+    // claims: a pod started by someone's scale-up would hold the claim on the copy (and write
+    // on it) or be given an empty claim of that name by the StatefulSet controller.
+    auto breach = fence_breach(ctx, planned_claims(ctx.op));
+    if (!breach) return breach.error();
+    if (*breach) return restore_fence(ctx, **breach);
     for (const ClaimPlan& claim : ctx.op.claims) {
       if (!claim.source_deleted) continue;
       if (auto now = put_back(ctx, claim)) return *now;
