@@ -53,6 +53,31 @@ summarise() (
   digest=$(find . -type f -print0 | xargs -0 -r sha256sum | LC_ALL=C sort | sha256sum)
   printf '{"files":%s,"bytes":%s,"digest":"%s"}' "${counts% *}" "${counts#* }" "${digest%% *}"
 )
+# A destination too small for the data (a shrink whose source grew since it was measured) fails
+# here, before rsync writes anything: exit 4 (see engine/copy_job.h).
+if [ -n "${STSRESIZE_DESTINATION_BYTES:-}" ]; then
+  need=$(cd /source && du -s -k .)
+  need=$((${need%%[!0-9]*} * 1024))
+  apparent=$(cd /source && find . -type f -print0 | xargs -0 -r stat -c %s | {
+    bytes=0
+    while read -r size; do bytes=$((bytes + size)); done
+    echo "$bytes"
+  })
+  if [ "$apparent" -gt "$need" ]; then need=$apparent; fi
+  room=$STSRESIZE_DESTINATION_BYTES
+  # What the filesystem under /destination can still take (root may use its reserved blocks),
+  # plus what rsync --delete may replace there.
+  free=$(df -P -k /destination | { read -r header; read -r fs blocks used rest; echo $(((blocks - used) * 1024)); })
+  held=$(cd /destination && du -s -k .)
+  held=$((${held%%[!0-9]*} * 1024))
+  if [ $((free + held)) -lt "$room" ]; then room=$((free + held)); fi
+  if [ "$need" -gt "$room" ]; then
+    message="stsresize-copy: does not fit: /source holds $need bytes, /destination has room for $room"
+    printf '%s' "$message" > /dev/termination-log
+    echo "$message" >&2
+    exit 4
+  fi
+fi
 echo "stsresize-copy: rsync /source/ /destination/"
 status=0
 )";
@@ -185,8 +210,6 @@ std::string copy_script(const CopyJobSettings& settings) {
   return script;
 }
 
-namespace {
-
 // {"requests":{...},"limits":{...}} with the values that are set; {} when none is.
 Json container_resources(const CopyJobResources& resources) {
   Json out = Json::object();
@@ -199,8 +222,6 @@ Json container_resources(const CopyJobResources& resources) {
   put("limits", "memory", resources.memory_limit);
   return out;
 }
-
-}  // namespace
 
 Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
   const Json labels = {
@@ -231,6 +252,10 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
       {"terminationMessagePath", "/dev/termination-log"},
       {"terminationMessagePolicy", "File"},
   };
+  if (request.destination_bytes > 0) {
+    container["env"] = Json::array({{{"name", "STSRESIZE_DESTINATION_BYTES"},
+                                     {"value", std::to_string(request.destination_bytes)}}});
+  }
   if (Json resources = container_resources(settings.resources); !resources.empty()) {
     container["resources"] = std::move(resources);
   }
@@ -263,6 +288,13 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
   Json job_spec = {
       {"backoffLimit", settings.backoff_limit},
       {"template", {{"metadata", {{"labels", labels}}}, {"spec", pod_spec}}},
+      // A destination too small stays too small: no retry.
+      {"podFailurePolicy",
+       {{"rules", Json::array({{{"action", "FailJob"},
+                                {"onExitCodes",
+                                 {{"containerName", "copy"},
+                                  {"operator", "In"},
+                                  {"values", Json::array({kDoesNotFitExitCode})}}}}})}}},
   };
   if (settings.active_deadline_seconds) {
     job_spec["activeDeadlineSeconds"] = *settings.active_deadline_seconds;

@@ -48,6 +48,9 @@ struct CopyJobResources {
   std::string memory_limit = "2Gi";
 };
 
+// {"requests":{...},"limits":{...}} with the values that are set; {} when none is.
+Json container_resources(const CopyJobResources& resources);
+
 // Settings a platform engineer may change (flags of `stsresize run`).
 struct CopyJobSettings {
   // A tag, which may move: where the registry is reachable, give --sync-image IMAGE@sha256:...
@@ -86,13 +89,23 @@ struct CopyJobRequest {
   std::string operation_id;
   std::string statefulset;
   std::string purpose;  // "backup" or "restore"
+  // The destination claim's requested size: the script checks that the data fits before it
+  // copies (0: not checked).
+  std::int64_t destination_bytes = 0;
 };
+
+// The copy script's exit status when the destination cannot hold the source's data.
+inline constexpr int kDoesNotFitExitCode = 4;
 
 // The shell script the container runs (POSIX sh as in busybox ash and dash; rsync, find,
 // xargs -0, stat, sort, sha256sum): rsync --info=progress2 <flags> /source/ /destination/, then
 // summarises both trees and writes the summary to /dev/termination-log. Exit status:
 //   0      summary written, both sides equal;
 //   3      summary written, the sides differ (the Job fails, and its retries fail the same way);
+//   4      (kDoesNotFitExitCode) before rsync: the source's data (the larger of its file bytes
+//          and its disk usage) is more than STSRESIZE_DESTINATION_BYTES or than the
+//          destination's filesystem can take; the termination message is "stsresize-copy: does
+//          not fit: ..." and the Job's podFailurePolicy fails it without a retry;
 //   rsync's status when rsync failed: no summary, the termination message is
 //          "stsresize-copy: rsync failed with exit code N" (parse_copy_summary refuses it);
 //   other  the summary could not be computed: no summary.

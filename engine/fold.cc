@@ -109,7 +109,10 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return std::unexpected("OperationStarted in the middle of an operation");
           },
           [&](const TemplateUpdateRequested& e) -> Result {
-            if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
+            // A shrink measures first: its request is journaled with the start, in Measuring.
+            if (op.phase != Phase::Measuring) {
+              if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
+            }
             if (!op.template_changes.empty()) {
               return std::unexpected("TemplateUpdateRequested twice");
             }
@@ -249,6 +252,18 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
               return std::unexpected(e.claim + " restored before it was recreated");
             }
             (*claim)->restore_verified = e.summary;
+            return {};
+          },
+          [&](const ClaimMeasured& e) -> Result {
+            if (auto ok = in_phase(Phase::Measuring); !ok) return ok;
+            if (e.claim.empty() || e.uid.empty()) {
+              return std::unexpected(std::string{"ClaimMeasured without a claim or its uid"});
+            }
+            if (e.files < 0 || e.bytes < 0 || e.used < 0) {
+              return std::unexpected("ClaimMeasured " + e.claim + " with a negative figure");
+            }
+            std::erase_if(op.measured, [&](const MeasuredClaim& m) { return m.claim == e.claim; });
+            op.measured.push_back(MeasuredClaim{e.claim, e.uid, {e.files, e.bytes, e.used}});
             return {};
           },
           [&](const ClaimExpanded& e) -> Result {

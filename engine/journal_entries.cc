@@ -490,6 +490,20 @@ struct EntryType<RestoreVerified> {
 };
 
 template <>
+struct EntryType<ClaimMeasured> {
+  static constexpr std::string_view name = "ClaimMeasured";
+  static constexpr auto fields = std::tuple{
+      field("claim", &ClaimMeasured::claim), field("uid", &ClaimMeasured::uid),
+      field("files", &ClaimMeasured::files), field("bytes", &ClaimMeasured::bytes),
+      field("used", &ClaimMeasured::used),
+  };
+  static std::string text(const ClaimMeasured& e) {
+    return e.claim + ": " + std::to_string(e.files) + " files, " + std::to_string(e.bytes) +
+           " bytes, " + std::to_string(e.used) + " bytes on disk";
+  }
+};
+
+template <>
 struct EntryType<ClaimExpanded> {
   static constexpr std::string_view name = "ClaimExpanded";
   static constexpr auto fields = std::tuple{

@@ -123,6 +123,15 @@ struct RestoreVerified {
   TreeSummary summary;
   friend bool operator==(const RestoreVerified&, const RestoreVerified&) = default;
 };
+// Measuring: what a claim to be shrunk holds (engine/measure_job.h), from its measure Job.
+struct ClaimMeasured {
+  std::string claim;
+  std::string uid;
+  std::int64_t files = 0;
+  std::int64_t bytes = 0;
+  std::int64_t used = 0;
+  friend bool operator==(const ClaimMeasured&, const ClaimMeasured&) = default;
+};
 struct ClaimExpanded {
   std::string claim;
   friend bool operator==(const ClaimExpanded&, const ClaimExpanded&) = default;
@@ -216,7 +225,8 @@ using Entry =
                  entries::OperationFinished, entries::ApprovalAwaited, entries::OperatorAction,
                  entries::ClaimDiscarded, entries::DrainPlanned, entries::CleanupPodCreated,
                  entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted,
-                 entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound>;
+                 entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound,
+                 entries::ClaimMeasured>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these

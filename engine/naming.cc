@@ -93,6 +93,10 @@ std::string backup_job(std::string_view source_claim) {
   return bounded(std::string{source_claim} + "-stsresize-backup");
 }
 
+std::string measure_job(std::string_view claim) {
+  return bounded(std::string{claim} + "-stsresize-measure");
+}
+
 std::string restore_job(std::string_view source_claim) {
   return bounded(std::string{source_claim} + "-stsresize-restore");
 }

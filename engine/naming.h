@@ -24,6 +24,8 @@ std::string backup_claim(std::string_view source_claim);
 // Copy Jobs: bounded(<claim>-stsresize-backup) and bounded(<claim>-stsresize-restore).
 std::string backup_job(std::string_view source_claim);
 std::string restore_job(std::string_view source_claim);
+// The Job that measures what a claim holds before a shrink: bounded(<claim>-stsresize-measure).
+std::string measure_job(std::string_view claim);
 
 // The ConfigMap that keeps a StatefulSet's definition while an explicit request re-creates it:
 // bounded(stsresize-<sts>-definition).

@@ -25,6 +25,8 @@ std::string_view to_string(Phase phase) {
   switch (phase) {
     case Phase::Pending:
       return "Pending";
+    case Phase::Measuring:
+      return "Measuring";
     case Phase::UpdatingTemplate:
       return "UpdatingTemplate";
     case Phase::Planning:
@@ -69,6 +71,8 @@ bool is_terminal(Phase phase) {
 
 std::string_view to_string(Trigger event) {
   switch (event) {
+    case Trigger::StartMeasuring:
+      return "StartMeasuring";
     case Trigger::StartPlanning:
       return "StartPlanning";
     case Trigger::StartTemplateUpdate:

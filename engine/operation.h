@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/copy_job.h"
+#include "engine/measure_job.h"
 #include "engine/quantity.h"
 #include "engine/time.h"
 
@@ -18,6 +19,8 @@ namespace stsresize {
 
 enum class Phase {
   Pending,
+  // Before a shrink: what each claim to be shrunk holds, measured while the application runs.
+  Measuring,
   UpdatingTemplate,
   Planning,
   ScalingDown,
@@ -36,10 +39,11 @@ enum class Phase {
   Failed,
 };
 inline constexpr Phase kAllPhases[] = {
-    Phase::Pending,        Phase::UpdatingTemplate, Phase::Planning,    Phase::ScalingDown,
-    Phase::BackingUp,      Phase::Recreating,       Phase::Restoring,   Phase::ScalingUp,
-    Phase::CleaningUp,     Phase::Expanding,        Phase::ScalingBack, Phase::Draining,
-    Phase::DeletingClaims, Phase::StoppingDrain,    Phase::Completed,   Phase::Failed,
+    Phase::Pending,     Phase::Measuring,      Phase::UpdatingTemplate, Phase::Planning,
+    Phase::ScalingDown, Phase::BackingUp,      Phase::Recreating,       Phase::Restoring,
+    Phase::ScalingUp,   Phase::CleaningUp,     Phase::Expanding,        Phase::ScalingBack,
+    Phase::Draining,    Phase::DeletingClaims, Phase::StoppingDrain,    Phase::Completed,
+    Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -47,6 +51,9 @@ bool is_terminal(Phase phase);
 
 // What makes the machine move from one phase to the next (states/machine.h has the table).
 enum class Trigger {
+  // An operation that shrinks a claim begins by measuring what the claims hold; once they fit,
+  // StartTemplateUpdate (an explicit request) or StartPlanning (the template trigger) follows.
+  StartMeasuring,
   StartPlanning,
   StartTemplateUpdate,
   PlannedCopy,
@@ -75,13 +82,11 @@ enum class Trigger {
   StartDrain,
 };
 inline constexpr Trigger kAllTriggers[] = {
-    Trigger::StartPlanning, Trigger::StartTemplateUpdate,
-    Trigger::PlannedCopy,   Trigger::PlannedExpand,
-    Trigger::StepDone,      Trigger::CriticalError,
-    Trigger::ScaleBackDone, Trigger::Abort,
-    Trigger::Skip,          Trigger::Resume,
-    Trigger::BackupStale,   Trigger::RecreateAgain,
-    Trigger::StartDrain,
+    Trigger::StartMeasuring, Trigger::StartPlanning, Trigger::StartTemplateUpdate,
+    Trigger::PlannedCopy,    Trigger::PlannedExpand, Trigger::StepDone,
+    Trigger::CriticalError,  Trigger::ScaleBackDone, Trigger::Abort,
+    Trigger::Skip,           Trigger::Resume,        Trigger::BackupStale,
+    Trigger::RecreateAgain,  Trigger::StartDrain,
 };
 std::string_view to_string(Trigger event);
 std::optional<Trigger> parse_trigger(std::string_view text);
@@ -152,6 +157,14 @@ struct ClaimPlan {
   friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
 };
 
+// What a claim to be shrunk held when Measuring measured it (engine/measure_job.h).
+struct MeasuredClaim {
+  std::string claim;
+  std::string uid;  // the claim measured: a claim of that name created since is another one
+  VolumeUsage usage;
+  friend bool operator==(const MeasuredClaim&, const MeasuredClaim&) = default;
+};
+
 // A claim of an ordinal being drained, by name (as the StatefulSet controller finds it).
 struct OrdinalClaim {
   std::string claim;  // "<template>-<sts>-<ordinal>"
@@ -205,6 +218,8 @@ struct Operation {
   Path path = Path::Undecided;
   std::int32_t original_replicas = 0;
   std::vector<ClaimPlan> claims;
+  // Measuring's figures, one per claim to be shrunk (empty unless the operation shrinks).
+  std::vector<MeasuredClaim> measured;
   // A drain's ordinals (empty for a resize).
   std::vector<OrdinalDrain> drains;
   // A drain by claim policy (stsresize.dev/scaledown-claims: delete-after=<duration>): no

@@ -288,6 +288,18 @@ Json encode_operation(const Operation& operation) {
     document["deleteAfterMs"] = static_cast<std::int64_t>(operation.delete_after.count());
   }
   if (!operation.warning.empty()) document["warning"] = operation.warning;
+  // Only a shrink measures: every other state reads as it did before Measuring existed.
+  if (!operation.measured.empty()) {
+    Json measured = Json::array();
+    for (const MeasuredClaim& m : operation.measured) {
+      measured.push_back(Json{{"claim", m.claim},
+                              {"uid", m.uid},
+                              {"files", m.usage.files},
+                              {"bytes", m.usage.bytes},
+                              {"used", m.usage.used}});
+    }
+    document["measured"] = std::move(measured);
+  }
   if (!operation.rebind_unavailable.empty()) {
     document["rebindUnavailable"] = operation.rebind_unavailable;
   }
@@ -397,6 +409,26 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
   if (in.ok() && document.contains("warning")) {
     op.warning = in.string("warning");
     if (in.ok() && op.warning.empty()) in.fail(where + ": \"warning\" is empty");
+  }
+  if (in.ok() && document.contains("measured")) {
+    const Json& measured = in.array("measured");
+    for (std::size_t i = 0; in.ok() && i < measured.size(); ++i) {
+      StrictObject m{measured[i], where + ".measured[" + std::to_string(i) + "]"};
+      MeasuredClaim claim;
+      claim.claim = m.string("claim");
+      claim.uid = m.string("uid");
+      claim.usage.files = m.integer("files");
+      claim.usage.bytes = m.integer("bytes");
+      claim.usage.used = m.integer("used");
+      if (auto done = m.finish(); !done) {
+        in.fail(done.error());
+      } else if (claim.claim.empty() || claim.usage.files < 0 || claim.usage.bytes < 0 ||
+                 claim.usage.used < 0) {
+        in.fail(m.where() + ": a claim name and figures of at least 0");
+      } else {
+        op.measured.push_back(std::move(claim));
+      }
+    }
   }
   if (in.ok() && document.contains("rebindUnavailable")) {
     op.rebind_unavailable = in.string("rebindUnavailable");

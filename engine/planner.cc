@@ -100,11 +100,8 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
       // As the template asks: left alone. A new class alone is a copy to a claim of that class
       // (a volume never changes class in place), at the same size.
       if (*requested == *tmpl.storage && from == to) continue;
-      if (*requested > *tmpl.storage) {
-        return std::unexpected("claim " + claim_name + " is " + requested->to_string() +
-                               " but template \"" + tmpl.name + "\" asks for " +
-                               tmpl.storage->to_string() + ": shrinking is not supported yet");
-      }
+      // A shrink: copied into a smaller claim once Measuring found that its data fits.
+      const bool shrink = *requested > *tmpl.storage;
       for (const std::string& class_name : {from, to}) {
         if (storage_classes != nullptr && !class_name.empty() &&
             !classes_by_name.contains(class_name)) {
@@ -118,7 +115,7 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
         if (!allows) return std::unexpected(allows.error());
         class_expands = *allows;
       }
-      expandable = expandable && class_expands;
+      expandable = expandable && class_expands && !shrink;
 
       ClaimPlan claim;
       claim.claim = claim_name;
@@ -137,6 +134,14 @@ std::expected<std::optional<ResizePlan>, std::string> plan_with(
       claim.source_uid = *uid;
       claim.labels = *labels;
       claim.access_modes = *modes;
+      if (shrink &&
+          std::ranges::find(claim.access_modes, "ReadWriteOncePod") != claim.access_modes.end()) {
+        return std::unexpected(
+            "claim " + claim_name + " is " + requested->to_string() + " and template \"" +
+            tmpl.name + "\" asks for " + tmpl.storage->to_string() +
+            ": a shrink first measures the data on the claim while its replica runs, which no "
+            "second pod can do on a ReadWriteOncePod claim; shrinking one is not supported");
+      }
       if (auto mode = pvc.find("spec");
           mode != pvc.end() && mode->contains("volumeMode") && mode->at("volumeMode").is_string()) {
         claim.volume_mode = mode->at("volumeMode").get<std::string>();

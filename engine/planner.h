@@ -31,8 +31,11 @@ struct ResizePlan {
 // another StatefulSet whose name and template give the same claim name (the fence, states/fence.h,
 // also refuses a claim another owner's pod mounts). Expand iff every planned claim's StorageClass
 // exists, allows volume expansion and the claim keeps its class; else Copy. nullopt: nothing to do.
+// A claim larger than its template asks is a shrink, always on the copy path (Measuring first
+// checks that its data fits: shrinks(), states/measure.cc).
 // Errors (no action is taken): a template without a storage request, an unparsable quantity, a
-// shrink ("shrinking is not supported yet"), a StorageClass that does not exist.
+// shrink of a ReadWriteOncePod claim (it cannot be measured while its replica runs), a
+// StorageClass that does not exist.
 std::expected<std::optional<ResizePlan>, std::string> plan_resize(
     const Json& statefulset, const std::vector<Json>& claims_in_namespace,
     const std::vector<Json>& storage_classes);
@@ -45,5 +48,10 @@ struct StorageClassesUnknown {};
 // the provisioner checks it; a missing class leaves the claim Pending until its timeout).
 std::expected<std::optional<ResizePlan>, std::string> plan_resize(
     const Json& statefulset, const std::vector<Json>& claims_in_namespace, StorageClassesUnknown);
+
+// The claim is planned smaller than it is: its data must fit (Phase::Measuring).
+inline bool shrinks(const ClaimPlan& claim) {
+  return claim.to_size < claim.from_size;
+}
 
 }  // namespace stsresize

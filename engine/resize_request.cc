@@ -125,11 +125,6 @@ std::expected<ValidatedRequest, std::string> validate(const Json& statefulset,
                              " does not exist (templates: " + template_names(*templates) + ")");
     }
     const k8s::ClaimTemplate& tmpl = *found->second;
-    if (change.storage && tmpl.storage && *change.storage < *tmpl.storage) {
-      return std::unexpected("template " + quote(tmpl.name) + " asks for " +
-                             tmpl.storage->to_string() + "; " + change.storage->to_string() +
-                             " would shrink it: shrinking is not supported yet");
-    }
     if (!change.storage_class.empty() && storage_classes != nullptr &&
         std::ranges::none_of(*storage_classes, [&](const Json& storage_class) {
           auto name = k8s::name(storage_class);
@@ -156,7 +151,8 @@ std::expected<ValidatedRequest, std::string> validate(const Json& statefulset,
         "every claim already has the size and class of the requested templates, so there is "
         "nothing to resize");
   }
-  return ValidatedRequest{std::move(*changes), "requested " + (*plan)->trigger};
+  return ValidatedRequest{std::move(*changes), "requested " + (*plan)->trigger,
+                          std::ranges::any_of((*plan)->claims, shrinks)};
 }
 
 }  // namespace

@@ -41,12 +41,13 @@ std::expected<Json, std::string> with_template_changes(Json statefulset,
 
 struct ValidatedRequest {
   std::vector<TemplateChange> changes;
-  std::string trigger;  // for people: "requested data 1Gi -> 2Gi (3 claims)"
+  std::string trigger;   // for people: "requested data 1Gi -> 2Gi (3 claims)"
+  bool shrinks = false;  // a claim would be shrunk: Measuring comes first
 };
 // Everything checked before anything is touched: the request parses, every template exists,
-// nothing shrinks (neither the template nor any claim), every StorageClass named exists, the
-// request changes the templates, and the changed StatefulSet plans a resize of at least one
-// claim (engine/planner.h) — a class change alone, without growing, is not supported yet.
+// every StorageClass named exists, the request changes the templates, and the changed
+// StatefulSet plans a resize of at least one claim (engine/planner.h). A shrink passes: whether
+// its data fits is measured next (Phase::Measuring), before the template is changed.
 std::expected<ValidatedRequest, std::string> validate_resize_request(
     const Json& statefulset, std::string_view request, const std::vector<Json>& claims,
     const std::vector<Json>& storage_classes);

@@ -41,11 +41,12 @@ inline constexpr std::string_view kOperationLabel = "stsresize.dev/operation";
 // Label naming::label_value(<StatefulSet name>) to select and watch a StatefulSet's objects;
 // also an annotation holding the full name (on Jobs and the definition ConfigMap).
 inline constexpr std::string_view kStatefulSetLabel = "stsresize.dev/statefulset";
-// Label on copy Jobs and backup claims: what the object is for, kBackupPurpose or
-// kRestorePurpose.
+// Label on copy Jobs, backup claims and measure Jobs: what the object is for, kBackupPurpose,
+// kRestorePurpose or kMeasurePurpose.
 inline constexpr std::string_view kPurposeLabel = "stsresize.dev/purpose";
 inline constexpr std::string_view kBackupPurpose = "backup";
 inline constexpr std::string_view kRestorePurpose = "restore";
+inline constexpr std::string_view kMeasurePurpose = "measure";
 // Annotations on copy Jobs (and the source one on backup claims): the claims copied from and to.
 inline constexpr std::string_view kSourceClaimAnnotation = "stsresize.dev/source-claim";
 inline constexpr std::string_view kDestinationClaimAnnotation = "stsresize.dev/destination-claim";

@@ -135,7 +135,8 @@ StepOutcome backup_step(StepContext& ctx) {
 
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
                          naming::backup_claim(claim.claim), std::string{kBackupPurpose},
-                         running < ctx.settings.max_parallel_copies, generation);
+                         running < ctx.settings.max_parallel_copies, generation,
+                         backup_size(ctx.op, claim).bytes());
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});
     if (copy->running) ++running;
@@ -144,7 +145,17 @@ StepOutcome backup_step(StepContext& ctx) {
           ctx, entries::BackupVerified{claim.claim, copy->summary->source, generation});
     }
   }
-  if (all_verified) return StepOutcome::done();
+  if (all_verified) {
+    // Checked for every claim before Recreating deletes the first source: then a misfit still
+    // scales back onto intact sources.
+    for (const ClaimPlan& claim : ctx.op.claims) {
+      if (claim.source_deleted) continue;
+      if (auto misfit = backup_does_not_fit(ctx.op, claim)) {
+        return StepOutcome::critical("the shrink of " + claim.claim + " cannot go on: " + *misfit);
+      }
+    }
+    return StepOutcome::done();
+  }
   return StepOutcome::waiting(ctx.settings.poll_interval, "copies running");
 }
 

@@ -1,7 +1,7 @@
 // The one translation unit that instantiates Boost.MSM.
 #define BOOST_MPL_CFG_NO_PREPROCESSED_HEADERS
-#define BOOST_MPL_LIMIT_VECTOR_SIZE 40
-#define BOOST_MPL_LIMIT_MAP_SIZE 40
+#define BOOST_MPL_LIMIT_VECTOR_SIZE 50
+#define BOOST_MPL_LIMIT_MAP_SIZE 50
 #include "states/machine.h"
 
 #include <array>
@@ -20,6 +20,7 @@ using msm::front::none;
 using msm::front::Row;
 
 // Events
+struct StartMeasuring {};
 struct StartPlanning {};
 struct StartTemplateUpdate {};
 struct PlannedCopy {};
@@ -46,6 +47,7 @@ struct PhaseState : msm::front::state<> {
   static constexpr Phase phase = P;
 };
 using Pending = PhaseState<Phase::Pending>;
+using Measuring = PhaseState<Phase::Measuring>;
 using UpdatingTemplate = PhaseState<Phase::UpdatingTemplate>;
 using Planning = PhaseState<Phase::Planning>;
 using ScalingDown = PhaseState<Phase::ScalingDown>;
@@ -112,6 +114,10 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     //   From              Event                To                Action Guard
     Row< Pending,          StartPlanning,       Planning,         none,  none         >,
     Row< Pending,          StartTemplateUpdate, UpdatingTemplate, none,  none         >,
+    // A shrink: measured while the application runs, then as any other operation
+    Row< Pending,          StartMeasuring,      Measuring,        none,  none         >,
+    Row< Measuring,        StartTemplateUpdate, UpdatingTemplate, none,  none         >,
+    Row< Measuring,        StartPlanning,       Planning,         none,  none         >,
     Row< UpdatingTemplate, StepDone,            Planning,         none,  none         >,
     Row< Planning,         PlannedCopy,         ScalingDown,      none,  none         >,
     Row< Planning,         PlannedExpand,       Expanding,        none,  none         >,
@@ -127,6 +133,9 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< CleaningUp,       StepDone,            Completed,        none,  none         >,
     Row< Expanding,        StepDone,            Completed,        none,  none         >,
     Row< UpdatingTemplate, CriticalError,       Failed,           none,  none         >,
+    // Measuring changed nothing but its Jobs, which ScalingBack deletes
+    Row< Measuring,        CriticalError,       ScalingBack,      none,  Intact       >,
+    Row< Measuring,        Abort,               ScalingBack,      none,  Intact       >,
     Row< Planning,         CriticalError,       Failed,           none,  none         >,
     Row< ScalingDown,      CriticalError,       ScalingBack,      none,  Intact       >,
     Row< ScalingDown,      CriticalError,       Failed,           none,  Lost         >,
@@ -213,9 +222,9 @@ const StateIds<Back>& state_ids();
 template <>
 const StateIds<ResizeMachine>& state_ids() {
   static const auto ids =
-      StateIds<ResizeMachine>::make<Pending, UpdatingTemplate, Planning, ScalingDown, BackingUp,
-                                    Recreating, Restoring, ScalingUp, CleaningUp, Expanding,
-                                    ScalingBack, Completed, Failed>();
+      StateIds<ResizeMachine>::make<Pending, Measuring, UpdatingTemplate, Planning, ScalingDown,
+                                    BackingUp, Recreating, Restoring, ScalingUp, CleaningUp,
+                                    Expanding, ScalingBack, Completed, Failed>();
   return ids;
 }
 
@@ -246,6 +255,9 @@ std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool source
   // writing through it is well-defined; no entry action runs, as none is defined.
   const_cast<int*>(m.current_state())[0] = id;
   switch (event) {
+    case Trigger::StartMeasuring:
+      m.process_event(StartMeasuring{});
+      break;
     case Trigger::StartPlanning:
       m.process_event(StartPlanning{});
       break;

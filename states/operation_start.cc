@@ -27,9 +27,12 @@ ReconcileResult Reconciler::Session::start() {
   }
   if (!plan->has_value()) return idle();
   if (auto waiting = wait_for_drain()) return *waiting;
-  if (auto begun = begin((*plan)->trigger, {entries::PhaseChanged{Phase::Pending, Phase::Planning,
-                                                                  Trigger::StartPlanning}});
-      !begun) {
+  // A shrink measures the data first, while the application runs (states/measure.cc).
+  const bool shrink = std::ranges::any_of((*plan)->claims, shrinks);
+  const entries::PhaseChanged first =
+      shrink ? entries::PhaseChanged{Phase::Pending, Phase::Measuring, Trigger::StartMeasuring}
+             : entries::PhaseChanged{Phase::Pending, Phase::Planning, Trigger::StartPlanning};
+  if (auto begun = begin((*plan)->trigger, {first}); !begun) {
     return retry(begun.error());
   }
   return drive();
@@ -261,10 +264,14 @@ ReconcileResult Reconciler::Session::start_requested(const std::string& request)
           ? validate_resize_request(sts_, request, claims->items, **classes)
           : validate_resize_request(sts_, request, claims->items, StorageClassesUnknown{});
   if (!validated) return reject_request(validated.error());
+  // A shrink measures the data before the template is changed (states/measure.cc).
+  const entries::PhaseChanged first =
+      validated->shrinks
+          ? entries::PhaseChanged{Phase::Pending, Phase::Measuring, Trigger::StartMeasuring}
+          : entries::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
+                                  Trigger::StartTemplateUpdate};
   if (auto begun =
-          begin(validated->trigger, {entries::PhaseChanged{Phase::Pending, Phase::UpdatingTemplate,
-                                                           Trigger::StartTemplateUpdate},
-                                     entries::TemplateUpdateRequested{validated->changes}});
+          begin(validated->trigger, {first, entries::TemplateUpdateRequested{validated->changes}});
       !begun) {
     return retry(begun.error());
   }
@@ -318,10 +325,11 @@ std::optional<ReconcileResult> Reconciler::Session::adopt_unfinished() {
   if (!view) return view.error();
   const std::optional<Operation>& journaled = (*view)->state();
   if (!journaled || is_terminal(journaled->phase)) return std::nullopt;
-  // Before ScalingDown nothing was touched; a start whose annotation was never written is
+  // Before ScalingDown nothing was touched (a measure Job left behind is deleted by the next
+  // Measuring); a start whose annotation was never written is
   // adopt_unannotated_start's (it compares the request too).
-  if (journaled->phase == Phase::Pending || journaled->phase == Phase::UpdatingTemplate ||
-      journaled->phase == Phase::Planning) {
+  if (journaled->phase == Phase::Pending || journaled->phase == Phase::Measuring ||
+      journaled->phase == Phase::UpdatingTemplate || journaled->phase == Phase::Planning) {
     return std::nullopt;
   }
   auto uid = k8s::uid(sts_);

@@ -9,6 +9,7 @@
 // On the rebind path (states/rebind.h) both volumes are kept (Retain) before the source is
 // deleted, and the claim is created again on its copy's volume instead of empty.
 #include "engine/naming.h"
+#include "engine/planner.h"
 #include "states/fence.h"
 #include "states/rebind.h"
 #include "states/step_support.h"
@@ -47,6 +48,9 @@ std::optional<StepOutcome> refuse_delete(StepContext& ctx, const ClaimPlan& clai
                                  ": its backup was verified at StatefulSet generation " +
                                  std::to_string(claim.backup_generation) + ", it is now " +
                                  std::to_string(fence_generation(ctx)));
+  }
+  if (auto misfit = backup_does_not_fit(ctx.op, claim)) {
+    return StepOutcome::critical("refusing to delete " + claim.claim + ": " + *misfit);
   }
   auto problem = backup_claim_problem(ctx, claim, /*bound=*/true);
   if (!problem) return problem.error();

@@ -1,9 +1,9 @@
 // ScalingBack (after a critical error, entered only while every source claim was intact):
-// check the sources once more, restore the original replica count, then remove this
-// operation's Jobs and backup claims — with the sources intact a backup is never the only
-// copy of the data.
-// On the rebind path a deleted source is put back first: the claim created again on its own
-// volume, kept Retain (states/rebind.h); after the deletes, the volumes' own policies.
+// check the sources once more, restore the original replica count (once one was planned), then
+// remove this operation's Jobs and backup claims — with the sources intact a backup is never the
+// only copy of the data. On the rebind path a deleted source is put back first: the claim created
+// again on its own volume, kept Retain (states/rebind.h); after the deletes, the volumes' own
+// policies.
 #include "engine/naming.h"
 #include "states/fence.h"
 #include "states/rebind.h"
@@ -34,10 +34,27 @@ StepOutcome scale_back_step(StepContext& ctx) {
                                    " is no longer intact");
     }
   }
-  if (auto acted = set_replicas(ctx, ctx.op.original_replicas)) return *acted;
-  auto settled = replicas_settled(ctx, ctx.op.original_replicas, /*ready=*/false);
-  if (!settled) return settled.error();
-  if (!*settled) return StepOutcome::waiting(ctx.settings.poll_interval, "scaling back");
+  // Before a plan (Measuring, Planning) nothing was scaled: a replica count someone set since
+  // is theirs.
+  if (ctx.op.path != Path::Undecided) {
+    if (auto acted = set_replicas(ctx, ctx.op.original_replicas)) return *acted;
+    auto settled = replicas_settled(ctx, ctx.op.original_replicas, /*ready=*/false);
+    if (!settled) return settled.error();
+    if (!*settled) return StepOutcome::waiting(ctx.settings.poll_interval, "scaling back");
+  }
+  // Measuring's Jobs, of whichever claims it measured.
+  ListOptions measuring;
+  measuring.label_selector = std::string{kOperationLabel} + "=" + naming::label_value(ctx.op.id) +
+                             "," + std::string{kPurposeLabel} + "=" + std::string{kMeasurePurpose};
+  auto measure_jobs = ctx.kube.list(Kind::Job, ctx.op.ns, measuring);
+  if (!measure_jobs) return from_error(measure_jobs.error(), "listing measure Jobs");
+  bool measuring_left = false;
+  for (const Json& job : measure_jobs->items) {
+    auto name = k8s::name(job);
+    if (!name) continue;
+    if (auto now = delete_ours_in_turn(ctx, {job_ref(ctx.op, *name)}, measuring_left)) return *now;
+  }
+  if (measuring_left) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
 
   bool lingering = false;
   for (const ClaimPlan& claim : ctx.op.claims) {

@@ -73,6 +73,7 @@ struct StepOutcome {
 
 using Step = StepOutcome (*)(StepContext&);
 
+StepOutcome measure_step(StepContext& ctx);          // Measuring
 StepOutcome update_template_step(StepContext& ctx);  // UpdatingTemplate
 StepOutcome plan_step(StepContext& ctx);             // Planning
 StepOutcome scale_down_step(StepContext& ctx);       // ScalingDown

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "engine/measure_job.h"
 #include "engine/naming.h"
+#include "engine/planner.h"
 #include "states/fence.h"
 
 namespace stsresize::steps {
@@ -169,16 +171,25 @@ std::expected<bool, StepOutcome> replicas_settled(StepContext& ctx, std::int32_t
   return pods->items.empty();
 }
 
-namespace {
+std::optional<std::string> backup_does_not_fit(const Operation& op, const ClaimPlan& claim) {
+  if (op.path != Path::Copy || !shrinks(claim) || !claim.backup_verified) return std::nullopt;
+  const VolumeUsage backed_up{claim.backup_verified->files, claim.backup_verified->bytes,
+                              claim.backup_verified->bytes};
+  if (smallest_size(backed_up) <= claim.to_size.bytes()) return std::nullopt;
+  return "its verified backup holds " + human_bytes(backed_up.bytes) + " and needs at least " +
+         human_bytes(smallest_size(backed_up)) + " with the " +
+         std::to_string(kShrinkHeadroomPercent) + "% headroom, more than its new size " +
+         claim.to_size.to_string() + " (it grew since it was measured)";
+}
 
-// The termination message of the Job's (last) successful copy pod.
-// Matched by the Job's uid too: a Job deleted as stale leaves pods of the same Job name for a
-// while, and their summary is of a copy that no longer counts.
-std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std::string& job,
-                                                    const std::string& job_uid) {
+std::expected<std::string, StepOutcome> job_pod_message(StepContext& ctx, const std::string& job,
+                                                        const std::string& job_uid,
+                                                        std::string_view container,
+                                                        bool succeeded) {
   const std::string selector = std::string{kOperationLabel} + "=" + naming::label_value(ctx.op.id);
   auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
-  if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing the pods of Job " + job));
+  std::string message;
   for (const Json& pod : pods->items) {
     auto owners = k8s::owner_references(pod);
     if (!owners) continue;
@@ -188,17 +199,35 @@ std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std:
                           (job_uid.empty() || owner.uid.empty() || owner.uid == job_uid));
     }
     if (!of_job) continue;
-    auto terminated = k8s::terminated_container(pod, "copy");
-    if (!terminated || !terminated->has_value() || (*terminated)->exit_code != 0) continue;
-    auto summary = parse_copy_summary((*terminated)->message);
-    if (!summary) {
-      return std::unexpected(StepOutcome::critical(
-          "copy Job " + job + " reported no usable summary: " + summary.error()));
-    }
-    return *summary;
+    auto terminated = k8s::terminated_container(pod, container);
+    if (!terminated || !terminated->has_value()) continue;
+    if (((*terminated)->exit_code == 0) != succeeded) continue;
+    if (succeeded) return (*terminated)->message;
+    if (!(*terminated)->message.empty()) message = (*terminated)->message;
   }
-  return std::unexpected(
-      StepOutcome::critical("copy Job " + job + " completed but no pod with its summary remains"));
+  return message;
+}
+
+namespace {
+
+// The termination message of the Job's (last) successful copy pod.
+// Matched by the Job's uid too: a Job deleted as stale leaves pods of the same Job name for a
+// while, and their summary is of a copy that no longer counts.
+std::expected<CopySummary, StepOutcome> job_summary(StepContext& ctx, const std::string& job,
+                                                    const std::string& job_uid) {
+  // Only a pod that exited 0 wrote a summary of two equal trees.
+  auto message = job_pod_message(ctx, job, job_uid, "copy", /*succeeded=*/true);
+  if (!message) return std::unexpected(message.error());
+  if (message->empty()) {
+    return std::unexpected(StepOutcome::critical("copy Job " + job +
+                                                 " completed but no pod with its summary remains"));
+  }
+  auto summary = parse_copy_summary(*message);
+  if (!summary) {
+    return std::unexpected(StepOutcome::critical(
+        "copy Job " + job + " reported no usable summary: " + summary.error()));
+  }
+  return *summary;
 }
 
 }  // namespace
@@ -215,7 +244,8 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
                                                   const std::string& source_claim,
                                                   const std::string& destination_claim,
                                                   const std::string& purpose, bool may_start,
-                                                  std::int64_t generation) {
+                                                  std::int64_t generation,
+                                                  std::int64_t destination_bytes) {
   const ObjectRef ref = job_ref(ctx.op, job_name);
   auto existing = get_optional(ctx, ref);
   if (!existing) return std::unexpected(existing.error());
@@ -223,9 +253,10 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   if (!existing->has_value()) {
     if (!may_start) return progress;
     // Built before the intent is journaled: a Job that cannot be built is never intended.
-    Json job = build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
-                                             ctx.op.id, ctx.op.statefulset, purpose},
-                              ctx.settings.copy_job);
+    Json job =
+        build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
+                                      ctx.op.id, ctx.op.statefulset, purpose, destination_bytes},
+                       ctx.settings.copy_job);
     if (auto set =
             k8s::set_annotation(job, kFenceGenerationAnnotation, fence_token(ctx, generation));
         !set) {
@@ -259,9 +290,15 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   auto status = k8s::job_status(job);
   if (!status) return std::unexpected(malformed(status.error()));
   switch (status->outcome) {
-    case k8s::JobOutcome::Failed:
-      return std::unexpected(StepOutcome::critical("copy Job " + job_name + " failed (" +
-                                                   status->reason + "): " + status->message));
+    case k8s::JobOutcome::Failed: {
+      // What the copy said (a destination too small, rsync's status) says more than the Job.
+      auto said = job_pod_message(ctx, job_name, k8s::uid(job).value_or(""), "copy",
+                                  /*succeeded=*/false);
+      if (!said) return std::unexpected(said.error());
+      return std::unexpected(StepOutcome::critical(
+          "copy Job " + job_name + " failed (" + status->reason + "): " + status->message +
+          (said->empty() || said->starts_with("{") ? "" : "; " + *said)));
+    }
     case k8s::JobOutcome::Running:
       if (phase_timed_out(ctx, ctx.settings.job_timeout)) {
         return std::unexpected(StepOutcome::critical("copy Job " + job_name +

@@ -95,7 +95,21 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
                                                   const std::string& source_claim,
                                                   const std::string& destination_claim,
                                                   const std::string& purpose, bool may_start,
-                                                  std::int64_t generation);
+                                                  std::int64_t generation,
+                                                  std::int64_t destination_bytes);
+
+// On the two-copy path, whose backup claim has the old size, a shrink is copied into the smaller
+// claim only in Restoring, after the source is gone: why the verified backup of `claim` does
+// not fit its new size with Measuring's headroom (it grew since it was measured); nullopt when
+// it fits, or on another path or a claim not shrunk.
+std::optional<std::string> backup_does_not_fit(const Operation& op, const ClaimPlan& claim);
+
+// The termination message of container `container` in a pod of Job `job` (of uid `job_uid` when
+// given) that exited 0 (`succeeded`), or else of the last one that failed with a message; ""
+// when there is none.
+std::expected<std::string, StepOutcome> job_pod_message(StepContext& ctx, const std::string& job,
+                                                        const std::string& job_uid,
+                                                        std::string_view container, bool succeeded);
 
 // The scheduler's message when a pod of copy Job `job` cannot be placed because of its volumes'
 // node affinity (the two claims it mounts are bound to volumes no one node reaches); nullopt

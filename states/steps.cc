@@ -12,6 +12,8 @@ Step step_for(OperationKind kind, Phase phase) {
       return &delete_drained_step;
     case Phase::StoppingDrain:
       return &stop_drain_step;
+    case Phase::Measuring:
+      return &measure_step;
     case Phase::UpdatingTemplate:
       return &update_template_step;
     case Phase::Planning:

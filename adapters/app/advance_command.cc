@@ -527,6 +527,10 @@ int abort_branch(const Attempt& at) {
           ? "move to StoppingDrain: delete the drain's cleanup pods, keep every claim, and end "
             "in Failed (\"" +
                 abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")"
+      : op.phase == Phase::Measuring || op.path == Path::Undecided
+          ? "move to ScalingBack: nothing was planned or scaled yet, so it only deletes this "
+            "operation's measure Jobs, and end in Failed (\"" +
+                abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")"
           : "move to ScalingBack: " +
                 std::string{op.source_claim_deleted()
                                 ? "put each claim whose source was deleted back on its own "

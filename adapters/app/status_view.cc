@@ -149,6 +149,7 @@ int done_in_phase(const Operation& op) {
     case Phase::Completed:
       return static_cast<int>(op.claims.size());
     case Phase::Pending:
+    case Phase::Measuring:
     case Phase::UpdatingTemplate:
     case Phase::Planning:
     case Phase::ScalingDown:
@@ -406,6 +407,19 @@ Json optional_json(const std::optional<int>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
+Json measured_json(const StatusRow& row) {
+  if (!row.operation || row.operation->measured.empty()) return Json(nullptr);
+  Json out = Json::array();
+  for (const MeasuredClaim& m : row.operation->measured) {
+    out.push_back(Json{{"claim", m.claim},
+                       {"files", m.usage.files},
+                       {"bytes", m.usage.bytes},
+                       {"used", m.usage.used},
+                       {"smallestSize", smallest_size(m.usage)}});
+  }
+  return out;
+}
+
 Json status_item(const StatusRow& row, TimePoint now) {
   Json item{
       {"namespace", row.ns},
@@ -418,6 +432,8 @@ Json status_item(const StatusRow& row, TimePoint now) {
       {"rebindUnavailable", row.operation && !row.operation->rebind_unavailable.empty()
                                 ? Json(row.operation->rebind_unavailable)
                                 : Json(nullptr)},
+      // A shrink's figures (Measuring), claim by claim; null when nothing was measured.
+      {"measured", measured_json(row)},
       {"claims", row.claims_total
                      ? Json{{"done", optional_json(row.claims_done)}, {"total", *row.claims_total}}
                      : Json(nullptr)},
@@ -612,6 +628,13 @@ void describe_operation(std::string& out, const StatusRow& row,
     } else {
       field(out, "Claims done", of + " in this phase");
     }
+  }
+  // A shrink's figures: what each claim held while the application ran.
+  for (const MeasuredClaim& m : op.measured) {
+    field(out, "Measured " + m.claim,
+          human_bytes(data_bytes(m.usage)) + " (" + std::to_string(m.usage.files) + " files, " +
+              std::to_string(m.usage.bytes) + " bytes, " + std::to_string(m.usage.used) +
+              " bytes on disk); a new size of at least " + human_bytes(smallest_size(m.usage)));
   }
   if (!op.failure.empty()) field(out, "Failure", op.failure);
   if (!op.warning.empty()) field(out, "Warning", op.warning);

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "adapters/fake/simulation_support.h"
+#include "engine/measure_job.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize {
 namespace {
@@ -38,6 +40,11 @@ bool is_copy_pod(const std::map<std::string, VolumeFiles*>& volumes) {
   return volumes.contains("source") && volumes.contains("destination");
 }
 
+bool is_measure_pod(const Json& pod, const std::map<std::string, VolumeFiles*>& volumes) {
+  return volumes.contains("source") && !volumes.contains("destination") &&
+         sim::text(pod, {"metadata", "labels", kPurposeLabel.data()}) == kMeasurePurpose;
+}
+
 // Flips one bit of the first non-empty file, or adds a stray byte to an empty tree: either
 // way the destination no longer equals the source.
 void corrupt(VolumeFiles& files) {
@@ -50,11 +57,44 @@ void corrupt(VolumeFiles& files) {
   files["stray"] = "x";
 }
 
-JobRun copy(const Json& pod, std::map<std::string, VolumeFiles*>& volumes, bool corrupting) {
-  if (!is_copy_pod(volumes)) return JobRun{};
+std::string container_env(const Json& pod, std::string_view name) {
+  const Json& containers = sim::at(pod, {"spec", "containers"});
+  if (!containers.is_array() || containers.empty()) return "";
+  const Json& env = containers[0].value("env", Json::array());
+  for (const Json& var : env) {
+    if (var.value("name", "") == name) return var.value("value", "");
+  }
+  return "";
+}
+
+std::int64_t tree_bytes(const VolumeFiles& files) {
+  std::int64_t bytes = 0;
+  for (const auto& [path, content] : files) bytes += static_cast<std::int64_t>(content.size());
+  return bytes;
+}
+
+// The measure Job (engine/measure_job.h): a simulated tree takes on disk what its files hold.
+JobRun measure(const Json& pod, std::map<std::string, VolumeFiles*>& volumes) {
+  const VolumeFiles& source = *volumes.at("source");
+  const std::int64_t bytes = tree_bytes(source);
   (void)pod;
+  return JobRun{
+      0, format_volume_usage(VolumeUsage{static_cast<std::int64_t>(source.size()), bytes, bytes})};
+}
+
+JobRun copy(const Json& pod, std::map<std::string, VolumeFiles*>& volumes, bool corrupting) {
+  if (is_measure_pod(pod, volumes)) return measure(pod, volumes);
+  if (!is_copy_pod(volumes)) return JobRun{};
   const VolumeFiles& source = *volumes.at("source");
   VolumeFiles& destination = *volumes.at("destination");
+  // The script's check before rsync (engine/copy_job.h): the destination claim's size.
+  if (const std::string room = container_env(pod, "STSRESIZE_DESTINATION_BYTES"); !room.empty()) {
+    if (tree_bytes(source) > std::stoll(room)) {
+      return JobRun{kDoesNotFitExitCode, "stsresize-copy: does not fit: /source holds " +
+                                             std::to_string(tree_bytes(source)) +
+                                             " bytes, /destination has room for " + room};
+    }
+  }
   destination = source;  // rsync --delete: the destination becomes equal
   if (corrupting) corrupt(destination);
   const CopySummary summary{summarise_tree(source), summarise_tree(destination)};

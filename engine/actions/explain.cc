@@ -144,6 +144,8 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
              " while it is in Planning, ScalingDown or BackingUp";
     case Phase::Pending:
       return which + " has not started yet; nothing to abort";
+    case Phase::Measuring:
+      break;  // its Abort row exists
     case Phase::Draining:
       return which + " is in Draining but a drained claim was deleted, which cannot be undone";
     case Phase::DeletingClaims:
@@ -205,6 +207,11 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
              "StatefulSet deleted and not created again" +
              only + ". Let it finish (if it waits, " + approve + "); to stop the resize, run " +
              abort + " once it is in Planning";
+    case Phase::Measuring:
+      return which +
+             ", which measures what each claim to be shrunk holds while the application runs: "
+             "skipping it would shrink claims without knowing that their data fits" +
+             only + ". To stop the resize instead, run " + abort;
     case Phase::Planning:
       return which +
              ", which only reads the cluster and decides which claims to resize and how: "
