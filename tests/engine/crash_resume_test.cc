@@ -40,6 +40,9 @@ struct Scenario {
   bool two_copies = false;
   // With mode manual: a person aborts, instead of approving, what waits to leave this phase.
   std::optional<Phase> abort_in = std::nullopt;
+  // What the templates (or the request) ask for; below 1Gi a shrink, measured first (the
+  // seeded claims hold about 150 bytes: "1Ki" fits, "150" does not).
+  std::string to_size = "2Gi";
 };
 
 ObjectRef definition_ref() {
@@ -82,10 +85,10 @@ struct Watch {
   std::map<std::string, std::string> pods_at_start;  // name -> uid
 };
 
-void watch(ResizeWorld& world, Watch& out) {
+void watch(ResizeWorld& world, Watch& out, const std::string& to_size) {
   std::set<std::string> sources;
   for (const auto& name : world.claim_names()) sources.insert(name);
-  world.kube.on_mutation([&world, &out, sources](const Mutation& m) {
+  world.kube.on_mutation([&world, &out, sources, to_size](const Mutation& m) {
     if (m.actor != Actor::Client) return;
     if (m.verb == Verb::Remove && m.ref.kind == Kind::PersistentVolumeClaim &&
         sources.contains(m.ref.name)) {
@@ -122,7 +125,7 @@ void watch(ResizeWorld& world, Watch& out) {
       if (!definition) {
         out.violations.push_back("StatefulSet deleted without its stored definition: " +
                                  definition.error());
-      } else if (k8s::claim_templates(*definition)->front().storage != *Quantity::parse("2Gi")) {
+      } else if (k8s::claim_templates(*definition)->front().storage != *Quantity::parse(to_size)) {
         out.violations.push_back("StatefulSet deleted; the stored definition has old templates");
       }
     }
@@ -234,7 +237,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
   const Json sts = world.live_sts();
   EXPECT_FALSE(world.kube.get_raw(definition_ref())) << "definition ConfigMap left behind";
   if (scenario.trigger == ResizeTrigger::Request) {
-    expect_templates(sts, scenario.outcome == Outcome::Completed ? "2Gi" : "1Gi");
+    expect_templates(sts, scenario.outcome == Outcome::Completed ? scenario.to_size : "1Gi");
     EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeRequestAnnotation}));
     EXPECT_FALSE(sts["metadata"]["annotations"].contains(std::string{kResizeStatusAnnotation}));
   }
@@ -242,7 +245,8 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
   world.settle(2);  // ScalingBack does not wait for Ready
   EXPECT_EQ(world.ready_replicas(), kReplicas);
   const Json& annotations = sts["metadata"]["annotations"];
-  const Quantity target = *Quantity::parse(scenario.outcome == Outcome::Completed ? "2Gi" : "1Gi");
+  const Quantity target =
+      *Quantity::parse(scenario.outcome == Outcome::Completed ? scenario.to_size : "1Gi");
   for (const std::string& name : world.claim_names()) {
     const auto pvc = world.kube.get_raw(world.claim(name));
     ASSERT_TRUE(pvc) << name;
@@ -269,12 +273,12 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
 // An uninterrupted run; returns the number of side effects it took.
 int clean_run(const Scenario& scenario) {
   ResizeWorld world;
-  world.seed(scenario.expandable, "2Gi", scenario.trigger);
+  world.seed(scenario.expandable, scenario.to_size, scenario.trigger);
   if (!scenario.mode.empty()) set_mode(world, scenario.mode);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
   Watch watched;
-  watch(world, watched);
+  watch(world, watched, scenario.to_size);
   MemoryJournal journal;
   // Journal first, then act: every create and delete the engine makes has its ActionIntended
   // (same action, same target) in the journal before the call reaches the cluster.
@@ -312,13 +316,20 @@ int clean_run(const Scenario& scenario) {
   EXPECT_EQ(watched.source_deletes, copied ? 6 : put_back ? 12 : 0);
   // One copy per claim on the rebind path; a backup and a restore on the two-copy path.
   int copy_jobs = 0;
+  int measure_jobs = 0;
   for (const Mutation& m : world.kube.history()) {
-    copy_jobs += m.actor == Actor::Client && m.verb == Verb::Create && m.ref.kind == Kind::Job;
+    if (m.actor != Actor::Client || m.verb != Verb::Create || m.ref.kind != Kind::Job) continue;
+    ++(m.ref.name.ends_with("-stsresize-measure") ? measure_jobs : copy_jobs);
   }
   if (copied) {
     EXPECT_EQ(copy_jobs, scenario.two_copies ? 12 : 6);
   }
-  EXPECT_EQ(watched.statefulset_deletes, scenario.trigger == ResizeTrigger::Request ? 1 : 0);
+  // A shrink measures each claim once, before anything else.
+  const bool shrink = *Quantity::parse(scenario.to_size) < *Quantity::parse("1Gi");
+  EXPECT_EQ(measure_jobs, shrink ? 6 : 0);
+  EXPECT_EQ(
+      watched.statefulset_deletes,
+      scenario.trigger == ResizeTrigger::Request && scenario.outcome == Outcome::Completed ? 1 : 0);
   EXPECT_EQ(world.events.contains(scenario.abort_in ? "ResizeAborted" : "ResizeFailed"),
             scenario.outcome == Outcome::Failed);
   if (scenario.outcome == Outcome::Failed) {
@@ -350,12 +361,12 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   const testing_support::ScratchDir scratch;
   const auto path = scratch.file("journal.db");
   ResizeWorld world;
-  world.seed(scenario.expandable, "2Gi", scenario.trigger);
+  world.seed(scenario.expandable, scenario.to_size, scenario.trigger);
   if (!scenario.mode.empty()) set_mode(world, scenario.mode);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
   Watch watched;
-  watch(world, watched);
+  watch(world, watched, scenario.to_size);
   std::unique_ptr<Journal> journal = open_journal(sqlite, path);
   world.kube.set_mutation_budget(k);
   {
@@ -370,7 +381,7 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
     ASSERT_TRUE(config_map) << "StatefulSet gone and no stored definition";
     auto definition = definition_from_config_map(*config_map, kNs, kSts);
     ASSERT_TRUE(definition) << definition.error();
-    expect_templates(*definition, "2Gi");
+    expect_templates(*definition, scenario.to_size);
     holder = std::move(*definition);
   }
   auto at_crash = read_operation(*holder);
@@ -418,6 +429,10 @@ const Scenario kExpand{.expandable = true};
 const Scenario kCopyJobFails{.failing_job_pods = 1, .outcome = Outcome::Failed};
 const Scenario kCopyCorrupted{.corrupt_copy = true, .outcome = Outcome::Failed};
 const Scenario kCopyRequested{.trigger = ResizeTrigger::Request};
+const Scenario kShrink{.to_size = "1Ki"};
+const Scenario kShrinkRequested{.trigger = ResizeTrigger::Request, .to_size = "1Ki"};
+// Refused after Measuring: nothing but the measure Jobs was ever created, and they are gone.
+const Scenario kShrinkRefused{.outcome = Outcome::Failed, .to_size = "150"};
 const Scenario kExpandRequested{.expandable = true, .trigger = ResizeTrigger::Request};
 const Scenario kCopyManual{.mode = "manual"};
 const Scenario kCopyStep{.mode = "step"};
@@ -427,6 +442,21 @@ const Scenario kTwoCopiesRequested{.trigger = ResizeTrigger::Request, .two_copie
 // puts each claim back on its own volume.
 const Scenario kRebindAbortedInRestoring{
     .outcome = Outcome::Failed, .mode = "manual", .abort_in = Phase::Restoring};
+
+TEST(CrashResume, ShrinkConvergesAfterACrashAtEverySideEffect) {
+  every_k(kShrink, JournalFate::Kept);
+  every_k(kShrink, JournalFate::Lost);
+}
+
+TEST(CrashResume, ShrinkRequestedConvergesAfterACrashAtEverySideEffect) {
+  every_k(kShrinkRequested, JournalFate::Kept);
+  every_k(kShrinkRequested, JournalFate::Lost);
+}
+
+TEST(CrashResume, ShrinkThatDoesNotFitEndsRefusedAfterACrashAtEverySideEffect) {
+  every_k(kShrinkRefused, JournalFate::Kept);
+  every_k(kShrinkRefused, JournalFate::Lost);
+}
 
 TEST(CrashResume, TwoCopyPathConvergesAfterACrashAtEverySideEffect) {
   every_k(kTwoCopies, JournalFate::Kept);

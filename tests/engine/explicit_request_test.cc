@@ -129,7 +129,6 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"BadQuantity", R"({"data":{"storage":"2Gx"}})", "2Gx"},
         Refusal{"UnknownTemplate", R"({"cache":{"storage":"2Gi"}})",
                 "volumeClaimTemplate \"cache\" does not exist"},
-        Refusal{"Shrink", R"({"data":{"storage":"512Mi"}})", "shrinking is not supported yet"},
         Refusal{"MissingStorageClass", R"({"data":{"storage":"2Gi","storageClassName":"gold"}})",
                 "StorageClass \"gold\" does not exist"},
         Refusal{"EmptyRequest", "{}", "asks for nothing"},

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
@@ -34,13 +36,14 @@ TEST_F(ReconcilerTest, MalformedStateAnnotationIsReportedAndNothingIsDone) {
   EXPECT_TRUE(operations && operations->empty());
 }
 
-TEST_F(ReconcilerTest, ShrinkIsRefusedWithAClearMessageAndNoAction) {
+TEST_F(ReconcilerTest, AShrinkBeginsByMeasuringWithTheApplicationRunning) {
   world.seed(false, "512Mi");
   const ReconcileResult result = reconcile();
-  EXPECT_TRUE(result.is(ReconcileResult::Kind::Terminal));
-  EXPECT_NE(result.message.find("shrinking is not supported yet"), std::string::npos);
-  EXPECT_TRUE(world.events.contains("InvalidResize"));
-  EXPECT_EQ(world.kube.mutations(), 0);
+  EXPECT_FALSE(result.is(ReconcileResult::Kind::Terminal)) << result.message;
+  auto op = read_operation(world.live_sts());
+  ASSERT_TRUE(op && op->has_value());
+  EXPECT_EQ((*op)->phase, Phase::Measuring);
+  EXPECT_EQ(*k8s::spec_replicas(world.live_sts()), kReplicas);
 }
 
 TEST_F(ReconcilerTest, NothingToResizeIsIdle) {

@@ -62,8 +62,8 @@ inline Operation sample_operation(const std::string& name, Phase phase,
     }
     return op;
   }
-  const bool planned =
-      phase != Phase::Pending && phase != Phase::UpdatingTemplate && phase != Phase::Planning;
+  const bool planned = phase != Phase::Pending && phase != Phase::Measuring &&
+                       phase != Phase::UpdatingTemplate && phase != Phase::Planning;
   if (planned) op.path = phase == Phase::Expanding ? Path::Expand : Path::Copy;
   if (planned) {
     for (int i = 0; i < 3; ++i) {
@@ -86,6 +86,10 @@ inline Operation sample_operation(const std::string& name, Phase phase,
     for (int i = 0; i < n; ++i) op.claims[i].restore_verified = sample_summary(i);
   };
   switch (phase) {
+    case Phase::Measuring:
+      op.measured = {MeasuredClaim{naming::claim_name("data", name, 0), "uid-data-0",
+                                   VolumeUsage{201, 1412345, 2203648}}};
+      break;
     case Phase::UpdatingTemplate:
       op.template_changes = {TemplateChange{"data", *Quantity::parse("2Gi"), ""}};
       break;
@@ -155,7 +159,7 @@ inline Json refused_statefulset(const std::string& name, const std::string& ns =
   sts["metadata"]["annotations"] = {
       {std::string{kResizeRequestAnnotation}, R"({"data":{"storage":"512Mi"}})"},
       {std::string{kResizeStatusAnnotation},
-       "rejected: template data: 512Mi is smaller than 1Gi (claims never shrink)"}};
+       "rejected: template \"data\": StorageClass \"gold\" does not exist"}};
   return sts;
 }
 

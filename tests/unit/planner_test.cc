@@ -353,22 +353,34 @@ TEST(Planner, TwoGrowingTemplatesAreOneOperationThatCopiesIfEitherMust) {
   EXPECT_EQ(plan.trigger, "data 1Gi -> 2Gi, logs 500M -> 1G (3 claims)");
 }
 
-TEST(Planner, RefusesAShrinkWithAClearMessage) {
+TEST(Planner, PlansAShrinkOnTheCopyPathEvenWhereTheClassExpands) {
+  // A volume never shrinks in place: copied into a smaller claim once its data is known to fit.
   const Json sts = statefulset("web", 2, {{"data", "1Gi", "standard"}});
-  const std::string message =
-      refusal_of(sts, {bound_claim("data-web-0", "1Gi"), bound_claim("data-web-1", "2Gi")});
-  EXPECT_NE(message.find("data-web-1"), std::string::npos) << message;
-  EXPECT_NE(message.find("2Gi"), std::string::npos) << message;
-  EXPECT_NE(message.find("1Gi"), std::string::npos) << message;
-  EXPECT_NE(message.find("shrinking is not supported"), std::string::npos) << message;
+  const ResizePlan plan =
+      plan_of(sts, {bound_claim("data-web-0", "1Gi"), bound_claim("data-web-1", "2Gi")});
+  EXPECT_EQ(names(plan), (Names{"data-web-1"}));
+  EXPECT_EQ(plan.path, Path::Copy);
+  EXPECT_TRUE(shrinks(plan.claims[0]));
+  EXPECT_EQ(plan.trigger, "data 2Gi -> 1Gi (1 claim)");
 }
 
-TEST(Planner, RefusesAShrinkEvenWhenAnotherClaimGrows) {
-  // Half an operation would leave the set inconsistent: no plan at all.
+TEST(Planner, PlansAShrinkBesideAGrowOnTheCopyPath) {
   const Json sts = statefulset("web", 2, {{"data", "2Gi", "standard"}});
-  const std::string message =
-      refusal_of(sts, {bound_claim("data-web-0", "1Gi"), bound_claim("data-web-1", "3Gi")});
-  EXPECT_NE(message.find("data-web-1"), std::string::npos) << message;
+  const ResizePlan plan =
+      plan_of(sts, {bound_claim("data-web-0", "1Gi"), bound_claim("data-web-1", "3Gi")});
+  EXPECT_EQ(names(plan), (Names{"data-web-0", "data-web-1"}));
+  EXPECT_EQ(plan.path, Path::Copy);
+  EXPECT_FALSE(shrinks(plan.claims[0]));
+  EXPECT_TRUE(shrinks(plan.claims[1]));
+}
+
+TEST(Planner, RefusesToShrinkAReadWriteOncePodClaim) {
+  const Json sts = statefulset("web", 1, {{"data", "1Gi", "standard"}});
+  Json claim = bound_claim("data-web-0", "2Gi");
+  claim["spec"]["accessModes"] = Json::array({"ReadWriteOncePod"});
+  const std::string message = refusal_of(sts, {claim});
+  EXPECT_NE(message.find("data-web-0"), std::string::npos) << message;
+  EXPECT_NE(message.find("ReadWriteOncePod"), std::string::npos) << message;
 }
 
 TEST(Planner, RefusesATemplateWithoutStorageRequest) {

@@ -136,7 +136,7 @@ TEST(StatusView, StatusRow_KindsAndMessages) {
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->kind, StatusKind::Refused);
   EXPECT_EQ(refused->phase, "Refused");
-  EXPECT_EQ(refused->message, "template data: 512Mi is smaller than 1Gi (claims never shrink)");
+  EXPECT_EQ(refused->message, "template \"data\": StorageClass \"gold\" does not exist");
 
   auto completed = status_row(completed_statefulset("web"), {}, {});
   ASSERT_TRUE(completed);
@@ -201,7 +201,7 @@ TEST(StatusView, StatusJson_IsTheStableMachineSchema) {
   EXPECT_EQ(items.at(0).at("namespace"), "billing");
   EXPECT_EQ(backing_up.at("path"), "copy");
   EXPECT_EQ(backing_up.at("claims"), (Json{{"done", 1}, {"total", 3}}));
-  EXPECT_EQ(backing_up.at("stepAgeSeconds"), 729);  // 3s * 3^5: the fifth phase
+  EXPECT_EQ(backing_up.at("stepAgeSeconds"), 2187);  // 3s * 3^6: the sixth phase
   EXPECT_EQ(backing_up.at("jobs").size(), 3u);
   EXPECT_EQ(backing_up.at("backupClaims").size(), 3u);
 }
