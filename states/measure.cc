@@ -81,13 +81,13 @@ std::string fit_refusal(const std::vector<std::pair<ClaimPlan, VolumeUsage>>& mi
   std::string text = "shrink refused, nothing was changed: ";
   bool first = true;
   for (const auto& [claim, usage] : misfits) {
-    text += (first ? "" : "; ") + std::string{"claim "} + claim.claim + " holds " +
-            human_bytes(data_bytes(usage)) + " (" + std::to_string(usage.files) + " files, " +
-            std::to_string(usage.bytes) + " bytes, " + std::to_string(usage.used) +
-            " bytes on disk) and needs at least " + human_bytes(smallest_size(usage)) +
-            " with the " + std::to_string(kShrinkHeadroomPercent) +
-            "% headroom kept for the new volume's filesystem, more than " +
-            claim.to_size.to_string();
+    text +=
+        (first ? "" : "; ") + std::string{"claim "} + claim.claim + " holds " +
+        human_bytes(data_bytes(usage)) + " (" + std::to_string(usage.files) + " files, " +
+        std::to_string(usage.bytes) + " bytes, " + std::to_string(usage.used) +
+        " bytes on disk) and needs at least " + std::to_string(smallest_size(usage)) + " bytes (" +
+        human_bytes(smallest_size(usage)) + ") with the " + std::to_string(kShrinkHeadroomPercent) +
+        "% headroom kept for the new volume's filesystem, more than " + claim.to_size.to_string();
     first = false;
   }
   return text + ": ask for a larger size, or remove data first";

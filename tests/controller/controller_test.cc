@@ -88,9 +88,19 @@ TEST(Controller, AnIdleClusterCostsOnlyItsWatchesAfterTheInitialLists) {
   EXPECT_EQ(world.kube.mutations(), 0);
 }
 
+// Templates that name a StorageClass that does not exist: the planner refuses them
+// (InvalidResize) and nothing starts.
+void refuse_templates(ResizeWorld& world) {
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    for (Json& tmpl : sts["spec"]["volumeClaimTemplates"])
+      tmpl["spec"]["storageClassName"] = "gold";
+  });
+}
+
 TEST(Controller, ARefusalIsReportedOnceNotOnEveryStatusUpdate) {
   ResizeWorld world;
-  world.seed(/*expandable=*/true, "512Mi");  // a shrink: refused
+  world.seed(/*expandable=*/true, "2Gi");
+  refuse_templates(world);
   MemoryJournal journal;
   Controller controller(world.kube, journal, world.clock, world.events, fast_options());
   controller.start_caches();
@@ -108,7 +118,7 @@ TEST(Controller, ARefusalIsReportedOnceNotOnEveryStatusUpdate) {
   // ...a change of the templates does: here, back to a valid grow.
   world.kube.mutate_raw(world.sts(), [](Json& sts) {
     for (Json& tmpl : sts["spec"]["volumeClaimTemplates"]) {
-      tmpl["spec"]["resources"]["requests"]["storage"] = "2Gi";
+      tmpl["spec"]["storageClassName"] = "standard";
     }
   });
   const bool done = run_cluster_until(world, [&] { return resized(world, "2Gi"); });
@@ -122,7 +132,8 @@ TEST(Controller, ARefusalIsReportedOnceNotOnEveryStatusUpdate) {
 // second InvalidResize Event).
 TEST(Controller, AnEventDuringTheRefusingReconcileDoesNotRepeatTheRefusal) {
   ResizeWorld world;
-  world.seed(/*expandable=*/true, "512Mi");  // a shrink: refused
+  world.seed(/*expandable=*/true, "2Gi");
+  refuse_templates(world);
   // The reconciler's read of the StatefulSet: the StatefulSet controller writes its status
   // meanwhile, and its watch event reaches the controller while the reconcile goes on.
   world.kube.inject({.verb = Verb::Get, .kind = Kind::StatefulSet, .action = [&] {

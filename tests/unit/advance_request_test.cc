@@ -181,9 +181,9 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
   for (const Phase phase : kAllPhases) {
     SCOPED_TRACE(to_string(phase));
     // A drain deletes nothing before DeletingClaims: Draining is abortable too.
-    const bool abortable = phase == Phase::Planning || phase == Phase::ScalingDown ||
-                           phase == Phase::BackingUp || phase == Phase::Recreating ||
-                           phase == Phase::Draining;
+    const bool abortable = phase == Phase::Measuring || phase == Phase::Planning ||
+                           phase == Phase::ScalingDown || phase == Phase::BackingUp ||
+                           phase == Phase::Recreating || phase == Phase::Draining;
     const std::string why = abort_refusal(copy_operation(phase, 0));
     EXPECT_EQ(why.empty(), abortable) << why;
     if (!why.empty()) {
@@ -236,6 +236,8 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
   // What each refusal must say: why skipping would hurt, and what to do instead.
   const std::map<Phase, std::vector<std::string>> says{
       {Phase::Pending, {"has not started yet"}},
+      {Phase::Measuring,
+       {"without knowing that their data fits", "stsresize advance shop/web --abort"}},
       {Phase::UpdatingTemplate,
        {"re-creates the StatefulSet object", "Let it finish", "--abort` once it is in Planning"}},
       {Phase::Planning, {"no plan", "stsresize advance shop/web --abort"}},

@@ -10,7 +10,7 @@
 #                   measure Job was created for the node its replica ran on.
 #   fits_two_copies the same with `run --no-rebind` (the two-copy path a namespace-scoped
 #                   installation takes): backup, recreate at 16Mi, restore.
-#   refused         2Mi: refused with the measured figures (the ResizeFailed Warning and the
+#   refused         1Mi: refused with the measured figures (the ResizeFailed Warning and the
 #                   failure say what each claim holds and needs); nothing changed: the same
 #                   StatefulSet object and generation, templates 1Gi, 3/3 Ready throughout the
 #                   operation, each claim the same object on the same volume, no Job left.
@@ -42,11 +42,11 @@ rows() { "$stsresize" replay --journal "$work/journal.db" -o json; }
 assert_measured_first() {
   local r i node want
   r=$(rows) || fail "replay exited $?"
-  [[ $(jq -r '[.rows[] | select(.event == "PhaseChanged")][0].details' <<<"$r") == "Pending -> Measuring"* ]] ||
+  [[ $(jq -r '[.rows[] | select(.event == "PhaseChanged")][0].details' <<<"$r") == "Pending → Measuring"* ]] ||
     fail "the operation did not begin in Measuring: $(jq -c '[.rows[] | select(.event == "PhaseChanged") | .details]' <<<"$r")"
   local measured
   measured=$(jq -r '[.rows as $rows | $rows | to_entries[]
-      | select(.value.event == "PhaseChanged" and (.value.details | startswith("Measuring ->")))
+      | select(.value.event == "PhaseChanged" and (.value.details | startswith("Measuring →")))
       | .key][0] as $out
     | [.rows[:$out][] | select(.event == "ClaimMeasured")] | length' <<<"$r")
   ((measured == 3)) || fail "$measured ClaimMeasured before Measuring ended (want 3)"
@@ -113,7 +113,7 @@ case $case_name in
     ;;
 
   refused)
-    step "request 2Mi: more than the data leaves room for"
+    step "request 1Mi: less than the data (a 1 MiB file and 200 small ones per volume)"
     e2e_start_controller controller.log
     # Ready replicas seen while the operation runs: never fewer than 3.
     (
@@ -124,13 +124,13 @@ case $case_name in
     ) >"$work/replicas-seen" &
     watcher=$!
     on_exit "kill $watcher 2>/dev/null || true"
-    k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Mi"}}' >/dev/null
+    k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"1Mi"}}' >/dev/null
     e2e_wait_failed web 180
     kill "$watcher" 2>/dev/null || true
     wait "$watcher" 2>/dev/null || true
     ok "Failed; phases seen: ${phases[*]}"
     failure=$(jq -r .failure <<<"$(annotation state)")
-    [[ $failure == "shrink refused, nothing was changed: claim data-web-0 holds "*" and needs at least "*"more than 2Mi"* ]] ||
+    [[ $failure == "shrink refused, nothing was changed: claim data-web-0 holds "*" and needs at least "*"more than 1Mi"* ]] ||
       fail "the failure is \"$failure\""
     ok "failure: ${failure:0:220}..."
     e2e_wait_event web "^ResizeFailed: .*shrink refused, nothing was changed: claim data-web-0 holds [0-9.]+ MiB \\([0-9]+ files" 30
