@@ -8,10 +8,11 @@
 #                  claim of the target size, whose volume then takes the claim's name; no copy
 #                  back)
 #   copy-template  the same, asked the way vshn's controller is asked (the template trigger):
-#                  the StatefulSet orphan-deleted and applied again with 2Gi templates. The
-#                  controller first re-creates the StatefulSet with the claims' size
-#                  (UpdatingTemplate), which the annotation trigger does not: its own API requests
-#                  and seconds, hence a column of its own for the comparison with vshn
+#                  the StatefulSet orphan-deleted and applied again with 2Gi templates. With the
+#                  annotation, the controller's first step is that gesture (UpdatingTemplate: the
+#                  StatefulSet re-created with the new templates); with the template trigger the
+#                  user made it: that step's API requests and seconds differ, hence a column of
+#                  its own for the comparison with vshn
 #   two-copies     sim-fixed, the controller started with --no-rebind: the two-copy path (backup,
 #                  recreate the claim empty, copy back)
 #   expansion      sim-expandable: the claims expanded in place
@@ -330,8 +331,10 @@ peer_check() {
       continue
     fi
     e2e_checksums "$claim" >"$work/after-vshn-$name-$i" 2>&1 || true
-    diff -q "$work/before-$name-$i" "$work/after-vshn-$name-$i" >/dev/null ||
-      peer_problems+=("data of $claim differs ($(diff "$work/before-$name-$i" "$work/after-vshn-$name-$i" | grep -c '^[<>]') lines of sha256sum)")
+    if ! diff -q "$work/before-$name-$i" "$work/after-vshn-$name-$i" >/dev/null; then
+      got=$(diff "$work/before-$name-$i" "$work/after-vshn-$name-$i" | grep -c '^[<>]' || true)
+      peer_problems+=("data of $claim differs ($got lines of sha256sum output differ)")
+    fi
   done
   got=$(jp "statefulset/$name" '{.spec.replicas}/{.status.readyReplicas}' 2>/dev/null || true)
   [[ $got == "$replicas/$replicas" ]] || peer_problems+=("replicas/readyReplicas $got, not $replicas/$replicas")
@@ -342,6 +345,28 @@ peer_check() {
     k get statefulset "$name" -o json |
       jq -r '(.metadata.annotations // {}), (.metadata.labels // {}) | keys[] | select(startswith("sts-resize.vshn.net/"))' || true
   )
+}
+
+# start_watch FILE ERR CMD...: CMD (a `kubectl get -w`) in the background, each line it prints
+# written to FILE with the time of its arrival before it, its stderr to ERR; its pid in
+# $watch_started, killed at exit. Returns once the first line (the object as it is) has arrived:
+# a watch that failed to start (a loaded apiserver) is started again, up to 3 times.
+start_watch() {
+  local file=$1 err=$2 attempt deadline
+  shift 2
+  for attempt in 1 2 3; do
+    "$@" 2>>"$err" > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$file") &
+    watch_started=$!
+    on_exit "kill $watch_started 2>/dev/null; true"
+    deadline=$((SECONDS + 20))
+    until [[ -s $file ]]; do
+      if ! kill -0 "$watch_started" 2>/dev/null || ((SECONDS >= deadline)); then break; fi
+      sleep 0.1
+    done
+    [[ -s $file ]] && return 0
+    kill "$watch_started" 2>/dev/null || true
+    ((attempt < 3)) || fail "no first line from '$*' in 3 attempts: $(tail -n 3 "$err")"
+  done
 }
 
 measure_path() {
@@ -380,7 +405,7 @@ measure_path() {
       start_peer "$log" "$port"
       deadline=$((SECONDS + 60))
       # controller-runtime starts its workers once the StatefulSet informer has synced.
-      until grep -q 'Starting workers' "$work/$log" && metrics "$port" >/dev/null 2>&1; do
+      until grep -qs 'Starting workers' "$work/$log" && metrics "$port" >/dev/null 2>&1; do
         kill -0 "$controller_pid" 2>/dev/null || break
         ((SECONDS < deadline)) || fail "vshn's controller did not start its workers in 60s: $(tail -n 5 "$work/$log")"
         sleep 0.2
@@ -410,18 +435,16 @@ measure_path() {
 
   # readyReplicas as the watch delivers it, timestamped on arrival.
   sts_watch=$work/ready-$path.txt
-  kubectl -n "$ns" get statefulset web -w -o jsonpath='{.status.readyReplicas}{"\n"}' 2>/dev/null \
-    > >(while IFS= read -r ready; do printf '%s %s\n' "$EPOCHREALTIME" "${ready:-0}"; done >"$sts_watch") &
-  watch_pid=$!
-  on_exit "kill $watch_pid 2>/dev/null; true"
+  start_watch "$sts_watch" "$work/ready-$path.err" \
+    kubectl -n "$ns" get statefulset web -w -o jsonpath='{.status.readyReplicas}{"\n"}'
+  watch_pid=$watch_started
   # The pods themselves: the re-created StatefulSet (UpdatingTemplate) reports readyReplicas 0
   # until its controller writes its status, while the pods keep running.
   pod_watch=$work/pods-$path.txt
-  kubectl -n "$ns" get pods -l app=web -w --output-watch-events \
-    -o jsonpath='{.type} {.object.metadata.name} {.object.status.conditions[?(@.type=="Ready")].status}{"\n"}' \
-    2>/dev/null > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$pod_watch") &
-  pod_watch_pid=$!
-  on_exit "kill $pod_watch_pid 2>/dev/null; true"
+  start_watch "$pod_watch" "$work/pods-$path.err" \
+    kubectl -n "$ns" get pods -l app=web -w --output-watch-events \
+    -o jsonpath='{.type} {.object.metadata.name} {.object.status.conditions[?(@.type=="Ready")].status}{"\n"}'
+  pod_watch_pid=$watch_started
 
   metrics "$port" >"$work/metrics0-$path"
   cpu0=$(cpu_seconds "$controller_pid")
@@ -469,7 +492,7 @@ measure_path() {
     record "resize checked (sizes, sha256 of every file, replicas)" "$path" \
       "$( ((${#peer_problems[@]})) && printf '%s; ' "${peer_problems[@]}" | sed 's/; $//' || echo ok)"
     if ((${#peer_problems[@]})); then
-      note "vshn: $(printf '%s; ' "${peer_problems[@]}")"
+      note "vshn: $(IFS=';' && echo "${peer_problems[*]}")"
     else
       ok "vshn: every claim 2Gi and Bound, every file's sha256 unchanged, $replicas/$replicas Ready"
     fi
@@ -598,7 +621,7 @@ measure_path() {
     "$(awk -v start="$t0" -v want="$replicas" '
          { t = $1; if (t < start) t = start
            if (have && prev_ready < want) down += t - prev_t
-           prev_t = t; prev_ready = $2; have = 1 }
+           prev_t = t; prev_ready = $2 + 0; have = 1 }
          END { printf "%.1f", down }' "$sts_watch")"
   record "readyReplicas samples (watch events)" "$path" "$(wc -l <"$sts_watch")"
   record "downtime: Ready pods < $replicas (s)" "$path" \
