@@ -122,7 +122,10 @@ apiserver_requests() { kubectl get --raw /metrics | counter_sum apiserver_reques
 proc_cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 # (An unknown subcommand with --help prints the top-level help and exits 0: look for a run flag.)
-if ! "$stsresize" run --help 2>/dev/null | grep -q -- '--health-probe-bind-address'; then
+# A here-string, not a pipe into grep -q: grep quitting at its first match fails the writer with
+# SIGPIPE, which pipefail turns into "no such flag".
+run_help=$("$stsresize" run --help 2>/dev/null || true)
+if ! grep -q -- '--health-probe-bind-address' <<<"$run_help"; then
   echo "==> '$stsresize run' does not exist yet: only the population was measured" >&2
 else
   metrics_port=$(free_port) health_port=$(free_port)
