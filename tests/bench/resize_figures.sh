@@ -75,8 +75,8 @@
 #   phases                           none (it journals nothing)
 #
 # vshn's resize is checked (sizes, Bound, every file's sha256, replicas, readyReplicas, what it
-# leaves) but its failures do not fail this script: they are printed in a row of the table and
-# after it. A vshn resize that does not complete within 3600 s (or is labelled failed) is
+# leaves) but its failures do not fail this script: they are printed as the run goes and in a row
+# of the table. A vshn resize that does not complete within 3600 s (or is labelled failed) is
 # reported the same way.
 #
 # Every resize is also checked; a failed check exits 1: sizes, sha256 of every file, replicas,
