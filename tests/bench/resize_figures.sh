@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
-# Figures of one resize (issues #5 and #17), not a pass/fail timing test: a StatefulSet of N
-# replicas with MiB of random data per volume is resized from 1Gi to 2Gi through the
-# stsresize.dev/resize annotation by `stsresize run` on a local control plane, once per path:
+# Figures of one resize (issues #5, #16 and #17), not a pass/fail timing test: a StatefulSet of N
+# replicas with MiB of random data per volume is resized from 1Gi to 2Gi by `stsresize run` on a
+# local control plane, once per path:
 #
-#   copy        StorageClass sim-fixed, the controller as shipped: the rebind path (each claim
-#               copied once into a claim of the target size, whose volume then takes the claim's
-#               name; no copy back)
-#   two-copies  sim-fixed, the controller started with --no-rebind: the two-copy path (backup,
-#               recreate the claim empty, copy back)
-#   expansion   sim-expandable: the claims expanded in place
+#   copy           StorageClass sim-fixed, the controller as shipped, asked through the
+#                  stsresize.dev/resize annotation: the rebind path (each claim copied once into a
+#                  claim of the target size, whose volume then takes the claim's name; no copy
+#                  back)
+#   copy-template  the same, asked the way vshn's controller is asked (the template trigger):
+#                  the StatefulSet orphan-deleted and applied again with 2Gi templates. With the
+#                  annotation, the controller's first step is that gesture (UpdatingTemplate: the
+#                  StatefulSet re-created with the new templates); with the template trigger the
+#                  user made it: that step's API requests and seconds differ, hence a column of
+#                  its own for the comparison with vshn
+#   two-copies     sim-fixed, the controller started with --no-rebind: the two-copy path (backup,
+#                  recreate the claim empty, copy back)
+#   expansion      sim-expandable: the claims expanded in place
+#   vshn           (--peer only) the same StatefulSet, data and StorageClass resized by
+#                  vshn/statefulset-resize-controller instead, asked the same way as
+#                  copy-template (that controller's only trigger: a StatefulSet whose template
+#                  asks for more than its claims). It backs every claim up into a new claim,
+#                  deletes and re-creates the claim at 2Gi and copies back (rsync Jobs), all
+#                  claims at once, polling every 10 s
 #
 # Prints a table, one column per path:
 #
@@ -25,13 +38,46 @@
 #                                    (the re-created StatefulSet object reports 0 ready for a
 #                                    moment while its pods keep running)
 #   time per phase, total            from the journal (`stsresize replay -o json`: the time of
-#                                    each phase change); total = request annotated -> completed
-#                                    as seen by this script (polling every 0.5 s)
+#                                    each phase change); total = request (annotation written, or
+#                                    the orphan delete started) -> completed as seen by this
+#                                    script (polling every 0.5 s)
 #   controller CPU, RSS              /proc of the controller: CPU seconds during the resize,
 #                                    RSS at the end and its peak (VmHWM)
 #
 # With both copy and two-copies, a line after the table divides the rebind path's downtime and
-# total time by the two-copy path's (same run, same data, same machine).
+# total time by the two-copy path's (same run, same data, same machine); with copy-template and
+# vshn, a line divides stsresize's figures by vshn's.
+#
+# --peer DIR: DIR is a checkout of the public vshn/statefulset-resize-controller (never vendored
+# here). Its commit (`git -C DIR rev-parse HEAD`; a checkout with local changes gets "-dirty" and
+# a hash of the diff) keys a cache directory, ~/.cache/stsresize/vshn-<commit>/ (or under
+# $XDG_CACHE_HOME), where `go build` with the Go on PATH puts its binary once; its modules come
+# from the configured Go proxy. The copy-template and vshn columns are added to --paths when
+# missing. vshn's controller runs as a process with the cluster's admin kubeconfig (it watches
+# every namespace: it runs only during its own column, as stsresize does during its own), with
+# --sync-image unused (the node simulator runs a container's command with the host's binaries:
+# its Jobs' `rsync -avhWHAX` is the host's rsync). Its figures are taken as stsresize's, except:
+#
+#   API requests per resized claim   rest_client_requests_total of its controller-runtime
+#                                    /metrics (client-go's counter, by HTTP method), scraped
+#                                    just before the trigger and just after completion; its GETs
+#                                    are gets, lists and watches together (the row "GET (get,
+#                                    list, watch)" adds stsresize's three verbs up for the same)
+#   completion                       its own state, polled every 0.5 s: no claim left in its
+#                                    sts-resize.vshn.net/pvcs annotation, no failed label,
+#                                    replicas and readyReplicas back to N, every claim 2Gi and
+#                                    Bound; it leaves its replicas/scalup annotations behind
+#                                    (reported, as is anything else it leaves)
+#   bytes copied                     the "sent N bytes" summary of each of its rsync Jobs (pod
+#                                    logs kept by the node simulator; rsync -h prints it in units
+#                                    of 1000, 3 significant digits) over the bytes of every file
+#                                    in the volumes before the trigger
+#   phases                           none (it journals nothing)
+#
+# vshn's resize is checked (sizes, Bound, every file's sha256, replicas, readyReplicas, what it
+# leaves) but its failures do not fail this script: they are printed as the run goes and in a row
+# of the table. A vshn resize that does not complete within 3600 s (or is labelled failed) is
+# reported the same way.
 #
 # Every resize is also checked; a failed check exits 1: sizes, sha256 of every file, replicas,
 # the path the journal says was taken (Rebind, Copy with "not rebind: ...", Expand), the copy
@@ -43,14 +89,18 @@
 # volumes' reclaim policy back to what it was.
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
-#                                 [--paths copy,two-copies,expansion] [--poll-interval DURATION]
+#                                 [--paths copy,copy-template,two-copies,expansion,vshn]
+#                                 [--poll-interval DURATION] [--peer DIR]
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
 #
 #   --data-mib       random data per volume, in MiB (default 1024); the volumes' disk must
 #                    hold 3 copies of it per replica (two-copies: source, backup, recreated
 #                    claim; copy: 2)
-#   --paths          which paths, in this order (default copy,two-copies,expansion)
+#   --paths          which paths, in this order (default copy,two-copies,expansion; vshn
+#                    needs --peer)
 #   --poll-interval  passed to `stsresize run` (default: the controller's own)
+#   --peer DIR       also measure vshn/statefulset-resize-controller built from the checkout DIR
+#                    (see above); adds copy-template and vshn to --paths when missing
 #   --kubeconfig     use this cluster (a namespace of its own per path, deleted at its end);
 #                    otherwise a private cluster --name (default resize-figures) is brought up
 #                    and down
@@ -61,7 +111,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$repo/build data_mib=1024 replicas=3 paths=copy,two-copies,expansion poll_interval='' given_kubeconfig=''
-cluster_name=resize-figures keep=0 out=''
+cluster_name=resize-figures keep=0 out='' peer_dir=''
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -69,6 +119,7 @@ while (($#)); do
     --replicas) replicas=$2; shift 2 ;;
     --paths) paths=$2; shift 2 ;;
     --poll-interval) poll_interval=$2; shift 2 ;;
+    --peer) peer_dir=$2; shift 2 ;;
     --kubeconfig) given_kubeconfig=$2; shift 2 ;;
     --name) cluster_name=$2; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -82,10 +133,26 @@ stsresize=$build/bin/stsresize
 [[ $data_mib =~ ^[0-9]+$ && $replicas =~ ^[1-9][0-9]*$ ]] || { echo "resize_figures: --data-mib and --replicas take numbers" >&2; exit 2; }
 IFS=, read -r -a path_list <<<"$paths"
 ((${#path_list[@]})) || { echo "resize_figures: --paths names no path" >&2; exit 2; }
+have_path() {
+  local p
+  for p in "${path_list[@]}"; do [[ $p == "$1" ]] && return 0; done
+  return 1
+}
+if [[ -n $peer_dir ]]; then
+  have_path copy-template || path_list+=(copy-template)
+  have_path vshn || path_list+=(vshn)
+fi
 for p in "${path_list[@]}"; do
-  [[ $p == copy || $p == two-copies || $p == expansion ]] ||
-    { echo "resize_figures: unknown path '$p' in --paths (copy, two-copies, expansion)" >&2; exit 2; }
+  [[ $p == copy || $p == copy-template || $p == two-copies || $p == expansion || $p == vshn ]] ||
+    { echo "resize_figures: unknown path '$p' in --paths (copy, copy-template, two-copies, expansion, vshn)" >&2; exit 2; }
+  [[ $p != vshn || -n $peer_dir ]] || { echo "resize_figures: the vshn path needs --peer DIR" >&2; exit 2; }
 done
+
+# vshn's controller, built from --peer DIR once per commit (peer_lib.sh).
+peer=''
+# shellcheck source-path=SCRIPTDIR source=peer_lib.sh
+source "$repo/tests/bench/peer_lib.sh"
+if [[ -n $peer_dir ]]; then peer_build resize_figures "$peer_dir"; fi
 
 if [[ -n $given_kubeconfig ]]; then
   export KUBECONFIG=$given_kubeconfig
@@ -218,18 +285,105 @@ assert_volumes() {
   ok "volumes: only the $replicas claims' ($( [[ $path == expansion ]] && echo same || echo new)), Bound, reclaim policy $policies; none of the old claims or copies left"
 }
 
+# start_peer LOG PORT: peer_start with the log in $work, its pid in $controller_pid and killed at
+# exit like the controllers.
+start_peer() {
+  peer_start "$work/$1" "$2"
+  controller_pid=$peer_pid
+  controllers+=("$controller_pid")
+}
+# peer_wait_completed NAME SECS: until vshn's controller is done with NAME (see the header);
+# its outcome in $peer_outcome. Returns 1 when it failed, stopped or ran out of time.
+peer_wait_completed() {
+  local name=$1 deadline=$((SECONDS + $2)) sts i claims
+  peer_outcome=''
+  while :; do
+    sts=$(k get statefulset "$name" -o json 2>/dev/null || true)
+    if [[ -n $sts ]]; then
+      if [[ $(jq -r '.metadata.labels["sts-resize.vshn.net/failed"] // ""' <<<"$sts") == true ]]; then
+        peer_outcome="labelled sts-resize.vshn.net/failed"
+        return 1
+      fi
+      if jq -e --argjson n "$replicas" '(.metadata.annotations["sts-resize.vshn.net/pvcs"] // "") as $p
+          | ($p == "" or $p == "[]" or $p == "null") and .spec.replicas == $n
+            and (.status.readyReplicas // 0) == $n' <<<"$sts" >/dev/null; then
+        claims=$(for ((i = 0; i < replicas; i++)); do
+          k get pvc "data-$name-$i" -o jsonpath='{.spec.resources.requests.storage}/{.status.phase} ' 2>/dev/null || true
+        done)
+        [[ $claims == "$(for ((i = 0; i < replicas; i++)); do printf '2Gi/Bound '; done)" ]] &&
+          { peer_outcome=completed; return 0; }
+      fi
+    fi
+    ((SECONDS < deadline)) || { peer_outcome="not completed in $2 s"; return 1; }
+    kill -0 "$controller_pid" 2>/dev/null || { peer_outcome="its controller exited"; return 1; }
+    sleep 0.5
+  done
+}
+# peer_check NAME: vshn's resize checked as stsresize's is, without failing: each problem is
+# appended to $peer_problems; what it leaves behind (by design or not) is in $peer_left.
+peer_check() {
+  local name=$1 i claim got
+  for ((i = 0; i < replicas; i++)); do
+    claim=data-$name-$i
+    got=$(jp "pvc/$claim" '{.spec.resources.requests.storage}/{.status.phase}' 2>/dev/null || true)
+    if [[ $got != 2Gi/Bound ]]; then
+      peer_problems+=("pvc/$claim is ${got:-missing}")
+      continue
+    fi
+    e2e_checksums "$claim" >"$work/after-vshn-$name-$i" 2>&1 || true
+    if ! diff -q "$work/before-$name-$i" "$work/after-vshn-$name-$i" >/dev/null; then
+      got=$(diff "$work/before-$name-$i" "$work/after-vshn-$name-$i" | grep -c '^[<>]' || true)
+      peer_problems+=("data of $claim differs ($got lines of sha256sum output differ)")
+    fi
+  done
+  got=$(jp "statefulset/$name" '{.spec.replicas}/{.status.readyReplicas}' 2>/dev/null || true)
+  [[ $got == "$replicas/$replicas" ]] || peer_problems+=("replicas/readyReplicas $got, not $replicas/$replicas")
+  # Claims other than the N, Jobs, and the controller's annotations and labels on the StatefulSet.
+  peer_left=$(
+    k get pvc,jobs -o name | grep -vxE "persistentvolumeclaim/data-$name-[0-9]+" |
+      sed 's|^persistentvolumeclaim/|pvc/|; s|^job.batch/|job/|' || true
+    k get statefulset "$name" -o json |
+      jq -r '(.metadata.annotations // {}), (.metadata.labels // {}) | keys[] | select(startswith("sts-resize.vshn.net/"))' || true
+  )
+}
+
+# start_watch FILE ERR CMD...: CMD (a `kubectl get -w`) in the background, each line it prints
+# written to FILE with the time of its arrival before it, its stderr to ERR; its pid in
+# $watch_started, killed at exit. Returns once the first line (the object as it is) has arrived:
+# a watch that failed to start (a loaded apiserver) is started again, up to 3 times.
+start_watch() {
+  local file=$1 err=$2 attempt deadline
+  shift 2
+  for attempt in 1 2 3; do
+    "$@" 2>>"$err" > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$file") &
+    watch_started=$!
+    on_exit "kill $watch_started 2>/dev/null; true"
+    deadline=$((SECONDS + 20))
+    until [[ -s $file ]]; do
+      if ! kill -0 "$watch_started" 2>/dev/null || ((SECONDS >= deadline)); then break; fi
+      sleep 0.1
+    done
+    [[ -s $file ]] && return 0
+    kill "$watch_started" 2>/dev/null || true
+    ((attempt < 3)) || fail "no first line from '$*' in 3 attempts: $(tail -n 3 "$err")"
+  done
+}
+
 measure_path() {
   local path=$1 class journal port sts_watch watch_pid pod_watch pod_watch_pid t0 t1 cpu0 cpu1 i bytes_data=0 bytes_copied=0 t
-  # want_path: what the journal must say was taken; jobs: the copy Jobs per claim (backup restore).
-  local want_path want_jobs extra=()
+  # want_path: what the journal must say was taken; jobs: the copy Jobs per claim (backup restore);
+  # trigger: annotation (stsresize.dev/resize) or template (orphan delete, apply with 2Gi).
+  local want_path want_jobs extra=() controller=stsresize trigger=annotation
   case $path in
     copy) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
+    copy-template) class=sim-fixed want_path=Rebind want_jobs="1 0" trigger=template ;;
     two-copies) class=sim-fixed want_path=Copy want_jobs="1 1" extra=(--no-rebind) ;;
     expansion) class=sim-expandable want_path=Expand want_jobs="0 0" ;;
-    *) fail "unknown path $path (copy, two-copies or expansion)" ;;
+    vshn) class=sim-fixed want_jobs="1 1" controller=vshn trigger=template ;;
+    *) fail "unknown path $path (copy, copy-template, two-copies, expansion or vshn)" ;;
   esac
   use_namespace
-  step "$path path ($class): StatefulSet web, $replicas replicas of 1Gi, $data_mib MiB of random data each"
+  step "$path path ($class, $controller, $trigger trigger): StatefulSet web, $replicas replicas of 1Gi, $data_mib MiB of random data each"
   e2e_statefulset web "$class" "$replicas"
   add_data web "$replicas" "$data_mib"
   ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken"
@@ -239,102 +393,205 @@ measure_path() {
   policies_before=$(ns_volumes | awk '{ print $3 }' | sort -u)
   unclaimed_before=$(unclaimed_volumes)
 
-  journal=$work/journal-$path.db
-  local args=(--journal "$journal" "${extra[@]}") attempt deadline
-  [[ -n $poll_interval ]] && args+=(--poll-interval "$poll_interval")
-  # A free port may be taken by another process before the controller binds it: try another.
-  for attempt in 1 2 3; do
-    port=$(free_port)
-    start_controller "controller-$path.log" "$port" "${args[@]}"
-    deadline=$((SECONDS + 60))
-    until metrics "$port" 2>/dev/null | awk '/^stsresize_informer_synced/ { n++; s += $NF } END { exit !(n > 0 && s == n) }'; do
-      kill -0 "$controller_pid" 2>/dev/null || break
-      ((SECONDS < deadline)) || fail "the controller's caches did not sync in 60s: $(tail -n 5 "$work/controller-$path.log")"
-      sleep 0.2
+  local attempt deadline log=controller-$path.log
+  if [[ $controller == vshn ]]; then
+    # The data as the volumes hold it (vshn's Jobs print no byte count of the source).
+    for ((i = 0; i < replicas; i++)); do
+      t=$(find "$(pv_dir "data-web-$i")" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+      bytes_data=$((bytes_data + t))
     done
-    kill -0 "$controller_pid" 2>/dev/null && break
-    ((attempt < 3)) || fail "the controller exited: $(tail -n 5 "$work/controller-$path.log")"
-  done
+    for attempt in 1 2 3; do
+      port=$(free_port)
+      start_peer "$log" "$port"
+      deadline=$((SECONDS + 60))
+      # controller-runtime starts its workers once the StatefulSet informer has synced.
+      until grep -qs 'Starting workers' "$work/$log" && metrics "$port" >/dev/null 2>&1; do
+        kill -0 "$controller_pid" 2>/dev/null || break
+        ((SECONDS < deadline)) || fail "vshn's controller did not start its workers in 60s: $(tail -n 5 "$work/$log")"
+        sleep 0.2
+      done
+      kill -0 "$controller_pid" 2>/dev/null && break
+      ((attempt < 3)) || fail "vshn's controller exited: $(tail -n 5 "$work/$log")"
+    done
+  else
+    journal=$work/journal-$path.db
+    local args=(--journal "$journal" "${extra[@]}")
+    [[ -n $poll_interval ]] && args+=(--poll-interval "$poll_interval")
+    # A free port may be taken by another process before the controller binds it: try another.
+    for attempt in 1 2 3; do
+      port=$(free_port)
+      start_controller "$log" "$port" "${args[@]}"
+      deadline=$((SECONDS + 60))
+      until metrics "$port" 2>/dev/null | awk '/^stsresize_informer_synced/ { n++; s += $NF } END { exit !(n > 0 && s == n) }'; do
+        kill -0 "$controller_pid" 2>/dev/null || break
+        ((SECONDS < deadline)) || fail "the controller's caches did not sync in 60s: $(tail -n 5 "$work/$log")"
+        sleep 0.2
+      done
+      kill -0 "$controller_pid" 2>/dev/null && break
+      ((attempt < 3)) || fail "the controller exited: $(tail -n 5 "$work/$log")"
+    done
+  fi
   sleep 2 # the first look at every StatefulSet
 
   # readyReplicas as the watch delivers it, timestamped on arrival.
   sts_watch=$work/ready-$path.txt
-  kubectl -n "$ns" get statefulset web -w -o jsonpath='{.status.readyReplicas}{"\n"}' 2>/dev/null \
-    > >(while IFS= read -r ready; do printf '%s %s\n' "$EPOCHREALTIME" "${ready:-0}"; done >"$sts_watch") &
-  watch_pid=$!
-  on_exit "kill $watch_pid 2>/dev/null; true"
+  start_watch "$sts_watch" "$work/ready-$path.err" \
+    kubectl -n "$ns" get statefulset web -w -o jsonpath='{.status.readyReplicas}{"\n"}'
+  watch_pid=$watch_started
   # The pods themselves: the re-created StatefulSet (UpdatingTemplate) reports readyReplicas 0
   # until its controller writes its status, while the pods keep running.
   pod_watch=$work/pods-$path.txt
-  kubectl -n "$ns" get pods -l app=web -w --output-watch-events \
-    -o jsonpath='{.type} {.object.metadata.name} {.object.status.conditions[?(@.type=="Ready")].status}{"\n"}' \
-    2>/dev/null > >(while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done >"$pod_watch") &
-  pod_watch_pid=$!
-  on_exit "kill $pod_watch_pid 2>/dev/null; true"
+  start_watch "$pod_watch" "$work/pods-$path.err" \
+    kubectl -n "$ns" get pods -l app=web -w --output-watch-events \
+    -o jsonpath='{.type} {.object.metadata.name} {.object.status.conditions[?(@.type=="Ready")].status}{"\n"}'
+  pod_watch_pid=$watch_started
 
   metrics "$port" >"$work/metrics0-$path"
   cpu0=$(cpu_seconds "$controller_pid")
-  step "resize to 2Gi"
+  step "resize to 2Gi ($trigger trigger)"
   t0=$EPOCHREALTIME
-  k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
-  e2e_wait_completed web 3600
+  if [[ $trigger == annotation ]]; then
+    k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
+  else
+    k delete statefulset web --cascade=orphan --wait=true >/dev/null
+    apply_manifest statefulset.yaml NAME=web REPLICAS="$replicas" POD_MANAGEMENT=Parallel \
+      STORAGE_CLASS="$class" SIZE=2Gi
+  fi
+  local completed=1
+  if [[ $controller == vshn ]]; then
+    peer_wait_completed web 3600 || completed=0
+  else
+    e2e_wait_completed web 3600
+  fi
   t1=$EPOCHREALTIME
-  metrics "$port" >"$work/metrics1-$path"
-  cpu1=$(cpu_seconds "$controller_pid")
+  metrics "$port" >"$work/metrics1-$path" || true
+  cpu1=$(cpu_seconds "$controller_pid" 2>/dev/null || echo "$cpu0")
   record "controller RSS at the end / peak (MiB)" "$path" \
-    "$(awk -v a="$(status_kib "$controller_pid" VmRSS)" -v b="$(status_kib "$controller_pid" VmHWM)" 'BEGIN { printf "%.1f / %.1f", a / 1024, b / 1024 }')"
-  ok "completed in $(seconds "$t0" "$t1") s; phases seen: ${phases[*]}"
+    "$(awk -v a="$(status_kib "$controller_pid" VmRSS 2>/dev/null)" -v b="$(status_kib "$controller_pid" VmHWM 2>/dev/null)" 'BEGIN { printf "%.1f / %.1f", a / 1024, b / 1024 }')"
+  if [[ $controller == vshn ]]; then
+    ok "vshn: $peer_outcome after $(seconds "$t0" "$t1") s"
+  else
+    ok "completed in $(seconds "$t0" "$t1") s; phases seen: ${phases[*]}"
+  fi
   sleep 1
   kill "$watch_pid" "$pod_watch_pid" 2>/dev/null || true
 
   step "check, and gather the figures"
-  e2e_assert_resized web "$replicas" 2Gi
-  e2e_stop_controller "$controller_pid"
-  assert_volumes "$path" "$volumes_before" "$policies_before" "$unclaimed_before"
+  if [[ $controller == vshn ]]; then
+    peer_problems=() peer_left=''
+    ((completed)) || peer_problems+=("$peer_outcome")
+    peer_check web
+    kill -TERM "$controller_pid" 2>/dev/null || true
+    deadline=$((SECONDS + 30))
+    while kill -0 "$controller_pid" 2>/dev/null; do
+      ((SECONDS < deadline)) || { peer_problems+=("its controller did not exit within 30 s of SIGTERM"); break; }
+      sleep 0.2
+    done
+    record "left behind after completion" "$path" \
+      "$(if [[ -z $peer_left ]]; then echo none; else tr '\n' ' ' <<<"$peer_left" | sed 's/ $//'; fi)"
+    record "resize checked (sizes, sha256 of every file, replicas)" "$path" \
+      "$( ((${#peer_problems[@]})) && printf '%s; ' "${peer_problems[@]}" | sed 's/; $//' || echo ok)"
+    if ((${#peer_problems[@]})); then
+      note "vshn: $(IFS=';' && echo "${peer_problems[*]}")"
+    else
+      ok "vshn: every claim 2Gi and Bound, every file's sha256 unchanged, $replicas/$replicas Ready"
+    fi
+    [[ -n $peer_left ]] && note "vshn left behind: $(tr '\n' ' ' <<<"$peer_left")"
+  else
+    e2e_assert_resized web "$replicas" 2Gi
+    e2e_stop_controller "$controller_pid"
+    assert_volumes "$path" "$volumes_before" "$policies_before" "$unclaimed_before"
+    record "left behind after completion" "$path" none
+    record "resize checked (sizes, sha256 of every file, replicas)" "$path" ok
+  fi
 
-  # API requests, by verb, per resized claim.
-  local total=0 verb n0 n1 per
-  while read -r verb n1; do
-    n0=$(api_requests "$work/metrics0-$path" | awk -v v="$verb" '$1 == v { print $2 }')
-    per=$(awk -v d="$((n1 - ${n0:-0}))" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')
-    record "API requests per resized claim: $verb" "$path" "$per"
-    total=$((total + n1 - ${n0:-0}))
-  done < <(api_requests "$work/metrics1-$path")
+  # API requests per resized claim: stsresize's by verb, vshn's by HTTP method (client-go's
+  # counter), mapped to the verb a method means (a GET is a get, a list or a watch).
+  local total=0 gets=0 verb n0 n1 per
+  if [[ $controller == vshn ]]; then
+    local method
+    while read -r method n1; do
+      n0=$(peer_requests "$work/metrics0-$path" | awk -v v="$method" '$1 == v { print $2 }')
+      case $method in
+        POST) verb='create' ;;
+        PUT) verb='update' ;;
+        PATCH) verb='patch' ;;
+        DELETE) verb='delete' ;;
+        GET) verb='' gets=$((n1 - ${n0:-0})) ;;
+        *) verb=$method ;;
+      esac
+      [[ -n $verb ]] && record "API requests per resized claim: $verb" "$path" \
+        "$(awk -v d="$((n1 - ${n0:-0}))" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')"
+      total=$((total + n1 - ${n0:-0}))
+    done < <(peer_requests "$work/metrics1-$path")
+  else
+    while read -r verb n1; do
+      n0=$(api_requests "$work/metrics0-$path" | awk -v v="$verb" '$1 == v { print $2 }')
+      per=$(awk -v d="$((n1 - ${n0:-0}))" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')
+      record "API requests per resized claim: $verb" "$path" "$per"
+      total=$((total + n1 - ${n0:-0}))
+      [[ $verb == get || $verb == list || $verb == watch ]] && gets=$((gets + n1 - ${n0:-0}))
+    done < <(api_requests "$work/metrics1-$path")
+    local result
+    for result in requeue idle retry terminal; do
+      record "reconciles: $result" "$path" "$(awk -v r="result=\"$result\"" '
+          FNR == 1 { f++ } /^stsresize_reconciles_total\{/ && index($0, r) { n[f] += $NF }
+          END { printf "%.0f", n[2] - n[1] }' "$work/metrics0-$path" "$work/metrics1-$path")"
+    done
+  fi
+  record "API requests per resized claim: GET (get, list, watch)" "$path" \
+    "$(awk -v d="$gets" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')"
   record "API requests per resized claim: all" "$path" \
     "$(awk -v d="$total" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')"
-  local result
-  for result in requeue idle retry terminal; do
-    record "reconciles: $result" "$path" "$(awk -v r="result=\"$result\"" '
-        FNR == 1 { f++ } /^stsresize_reconciles_total\{/ && index($0, r) { n[f] += $NF }
-        END { printf "%.0f", n[2] - n[1] }' "$work/metrics0-$path" "$work/metrics1-$path")"
-  done
 
-  # Bytes: every copy Job pod's log and termination message, kept by the node simulator.
   local pod_dir copied summary job
   local -A backup_jobs=() restore_jobs=()
-  for pod_dir in "$nodesim_dir/pods/${ns}_"*-stsresize-*; do
-    [[ -f $pod_dir/copy.log ]] || continue
-    job=${pod_dir##*/}
-    job=${job#"${ns}_"}
-    job=${job%-*}
-    case $job in
-      *-stsresize-backup) backup_jobs[$job]=1 ;;
-      *-stsresize-restore) restore_jobs[$job]=1 ;;
-      *) fail "a copy log of an unexpected pod: $pod_dir" ;;
-    esac
-    copied=$(tr '\r' '\n' <"$pod_dir/copy.log" | awk '$2 ~ /%$/ { b = $1 } END { gsub(",", "", b); print b + 0 }')
-    bytes_copied=$((bytes_copied + copied))
-    summary=$(cat "$pod_dir/copy.termination-log" 2>/dev/null || true)
-    if [[ $pod_dir == *-stsresize-backup-* && $summary == '{'* ]]; then
-      bytes_data=$((bytes_data + $(jq -r .source.bytes <<<"$summary")))
-    fi
-  done
-  local want_backup=${want_jobs% *} want_restore=${want_jobs#* }
-  ((${#backup_jobs[@]} == want_backup * replicas && ${#restore_jobs[@]} == want_restore * replicas)) ||
-    fail "$path: copy Jobs with an rsync log: ${#backup_jobs[@]} backup (${!backup_jobs[*]}), ${#restore_jobs[@]} restore (${!restore_jobs[*]}); want $((want_backup * replicas)) and $((want_restore * replicas))"
-  ((want_backup == 0 || bytes_data > 0)) || fail "$path: no backup Job's source summary (copy.termination-log)"
-  ((want_backup == 0 || bytes_copied > 0)) || fail "$path: no bytes transferred in the copy Jobs' rsync logs"
-  ok "copy Jobs' rsync logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore"
+  if [[ $controller == vshn ]]; then
+    # Bytes: the "sent N bytes" line of every run of its rsync Jobs (sync-<src>-to-<dst>), in
+    # units of 1000 (rsync -h).
+    for pod_dir in "$nodesim_dir/pods/${ns}_sync-"*; do
+      [[ -f $pod_dir/sync.log ]] || continue
+      job=${pod_dir##*/}
+      job=${job#"${ns}_"}
+      job=${job%-*}
+      if [[ $job == *-to-*-backup-* ]]; then backup_jobs[$job]=1; else restore_jobs[$job]=1; fi
+      copied=$(awk '$1 == "sent" && $3 == "bytes" {
+          v = $2; u = substr(v, length(v)); m = 1
+          if (u == "K") m = 1e3; else if (u == "M") m = 1e6; else if (u == "G") m = 1e9; else if (u == "T") m = 1e12
+          if (m > 1) v = substr(v, 1, length(v) - 1)
+          gsub(",", "", v); s += v * m }
+        END { printf "%.0f", s }' "$pod_dir/sync.log")
+      bytes_copied=$((bytes_copied + copied))
+    done
+    ok "rsync Jobs' logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore"
+    record "copy Jobs (backup / restore)" "$path" "${#backup_jobs[@]} / ${#restore_jobs[@]}"
+  else
+    # Bytes: every copy Job pod's log and termination message, kept by the node simulator.
+    for pod_dir in "$nodesim_dir/pods/${ns}_"*-stsresize-*; do
+      [[ -f $pod_dir/copy.log ]] || continue
+      job=${pod_dir##*/}
+      job=${job#"${ns}_"}
+      job=${job%-*}
+      case $job in
+        *-stsresize-backup) backup_jobs[$job]=1 ;;
+        *-stsresize-restore) restore_jobs[$job]=1 ;;
+        *) fail "a copy log of an unexpected pod: $pod_dir" ;;
+      esac
+      copied=$(tr '\r' '\n' <"$pod_dir/copy.log" | awk '$2 ~ /%$/ { b = $1 } END { gsub(",", "", b); print b + 0 }')
+      bytes_copied=$((bytes_copied + copied))
+      summary=$(cat "$pod_dir/copy.termination-log" 2>/dev/null || true)
+      if [[ $pod_dir == *-stsresize-backup-* && $summary == '{'* ]]; then
+        bytes_data=$((bytes_data + $(jq -r .source.bytes <<<"$summary")))
+      fi
+    done
+    local want_backup=${want_jobs% *} want_restore=${want_jobs#* }
+    ((${#backup_jobs[@]} == want_backup * replicas && ${#restore_jobs[@]} == want_restore * replicas)) ||
+      fail "$path: copy Jobs with an rsync log: ${#backup_jobs[@]} backup (${!backup_jobs[*]}), ${#restore_jobs[@]} restore (${!restore_jobs[*]}); want $((want_backup * replicas)) and $((want_restore * replicas))"
+    ((want_backup == 0 || bytes_data > 0)) || fail "$path: no backup Job's source summary (copy.termination-log)"
+    ((want_backup == 0 || bytes_copied > 0)) || fail "$path: no bytes transferred in the copy Jobs' rsync logs"
+    ok "copy Jobs' rsync logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore"
+    record "copy Jobs (backup / restore)" "$path" "${#backup_jobs[@]} / ${#restore_jobs[@]}"
+  fi
   if ((bytes_data == 0)); then # no copy: the data as the volumes hold it
     for ((i = 0; i < replicas; i++)); do
       t=$(find "$(pv_dir "data-web-$i")" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
@@ -348,20 +605,23 @@ measure_path() {
   # Byte counts, not timings: the rebind path copies each byte once, the two-copy path twice.
   local bounds
   case $path in
-    copy) bounds="0.95 1.05" ;;
-    two-copies) bounds="1.95 2.05" ;;
+    copy | copy-template) bounds="0.95 1.05" ;;
+    two-copies | vshn) bounds="1.95 2.05" ;;
     expansion) bounds="0 0" ;;
   esac
-  awk -v c="$bytes_copied" -v d="$bytes_data" -v lo="${bounds% *}" -v hi="${bounds#* }" \
-    'BEGIN { r = d ? c / d : 0; exit !(r >= lo && r <= hi) }' ||
-    fail "$path: $bytes_copied bytes copied for $bytes_data of data, not ${bounds% *} to ${bounds#* } per byte"
+  if ! awk -v c="$bytes_copied" -v d="$bytes_data" -v lo="${bounds% *}" -v hi="${bounds#* }" \
+    'BEGIN { r = d ? c / d : 0; exit !(r >= lo && r <= hi) }'; then
+    local why="$bytes_copied bytes copied for $bytes_data of data, not ${bounds% *} to ${bounds#* } per byte"
+    [[ $controller == vshn ]] || fail "$path: $why"
+    note "vshn: $why"
+  fi
 
   # Downtime: readyReplicas below the original count, from the request to the end of the watch.
   record "downtime: readyReplicas < $replicas (s)" "$path" \
     "$(awk -v start="$t0" -v want="$replicas" '
          { t = $1; if (t < start) t = start
            if (have && prev_ready < want) down += t - prev_t
-           prev_t = t; prev_ready = $2; have = 1 }
+           prev_t = t; prev_ready = $2 + 0; have = 1 }
          END { printf "%.1f", down }' "$sts_watch")"
   record "readyReplicas samples (watch events)" "$path" "$(wc -l <"$sts_watch")"
   record "downtime: Ready pods < $replicas (s)" "$path" \
@@ -373,7 +633,26 @@ measure_path() {
            prev = t; have = 1 }
          END { printf "%.1f", down }' "$pod_watch")"
 
-  # Time per phase, from the journal.
+  # Time per phase, from the journal (stsresize's only: vshn's controller journals nothing).
+  [[ $controller == vshn ]] || journal_figures
+  record "total: request -> completed (s)" "$path" "$(seconds "$t0" "$t1")"
+  record "controller CPU during the resize (s)" "$path" "$(seconds "$cpu0" "$cpu1")"
+
+  # Gone before the next path starts: its volumes would hold the disk and their deletion would
+  # load the machine during the next measurement.
+  kubectl delete namespace "$ns" --wait=true --timeout=300s >/dev/null ||
+    fail "namespace $ns not deleted in 300 s"
+  deadline=$((SECONDS + 120))
+  while [[ -n $(ns_volumes) ]]; do
+    ((SECONDS < deadline)) || fail "volumes of namespace $ns not deleted in 120 s: $(ns_volumes)"
+    sleep 1
+  done
+  ns=''
+}
+
+# journal_figures (in measure_path's scope): the path the journal says was taken, checked, and
+# the time of each phase.
+journal_figures() {
   "$stsresize" replay --journal "$journal" -o json >"$work/replay-$path.json" ||
     fail "replay of $journal: $(head -c 300 "$work/replay-$path.json")"
   local taken planned
@@ -394,31 +673,21 @@ measure_path() {
       "$work/replay-$path.json")
   record "total: journal, first to last record (s)" "$path" \
     "$(jq -r '.operations[0].durationMs / 1000 | . * 10 | round / 10' "$work/replay-$path.json")"
-  record "total: request annotated -> completed (s)" "$path" "$(seconds "$t0" "$t1")"
-  record "controller CPU during the resize (s)" "$path" "$(seconds "$cpu0" "$cpu1")"
-
-  # Gone before the next path starts: its volumes would hold the disk and their deletion would
-  # load the machine during the next measurement.
-  kubectl delete namespace "$ns" --wait=true --timeout=300s >/dev/null ||
-    fail "namespace $ns not deleted in 300 s"
-  deadline=$((SECONDS + 120))
-  while [[ -n $(ns_volumes) ]]; do
-    ((SECONDS < deadline)) || fail "volumes of namespace $ns not deleted in 120 s: $(ns_volumes)"
-    sleep 1
-  done
-  ns=''
 }
 
 # Rows in this order (a row never filled is not printed; one not listed comes last).
-for v in create get list update patch delete watch all; do rows+=("API requests per resized claim: $v"); done
+for v in create get list update patch delete watch "GET (get, list, watch)" all; do
+  rows+=("API requests per resized claim: $v")
+done
 for r in requeue idle retry terminal; do rows+=("reconciles: $r"); done
-rows+=("data in the volumes (MiB, all claims)" "bytes copied (MiB, rsync, all Jobs)"
+rows+=("copy Jobs (backup / restore)" "data in the volumes (MiB, all claims)" "bytes copied (MiB, rsync, all Jobs)"
   "bytes copied per byte of data" "downtime: readyReplicas < $replicas (s)"
   "readyReplicas samples (watch events)" "downtime: Ready pods < $replicas (s)")
 for p in UpdatingTemplate Planning ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp \
   Expanding ScalingBack; do rows+=("phase $p (s)"); done
-rows+=("total: journal, first to last record (s)" "total: request annotated -> completed (s)"
-  "controller CPU during the resize (s)" "controller RSS at the end / peak (MiB)")
+rows+=("total: journal, first to last record (s)" "total: request -> completed (s)"
+  "controller CPU during the resize (s)" "controller RSS at the end / peak (MiB)"
+  "resize checked (sizes, sha256 of every file, replicas)" "left behind after completion")
 for r in "${rows[@]}"; do seen[$r]=1; done
 
 for p in "${path_list[@]}"; do measure_path "$p"; done
@@ -439,15 +708,29 @@ for row in "${rows[@]}"; do
   ((filled)) || continue
   echo "$line"
 done
-# ratio ROW: copy's figure over two-copies' (2 decimals), "-" if either is missing or zero.
+# ratio ROW A B: A's figure over B's (2 decimals; the first number of a cell), "-" if either is
+# missing or zero.
 ratio() {
-  awk -v a="${figure[$1|copy]:-}" -v b="${figure[$1|two-copies]:-}" \
+  awk -v a="${figure[$1|$2]:-}" -v b="${figure[$1|$3]:-}" \
     'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
 }
 if [[ -n ${figure[bytes copied per byte of data|copy]:-} && -n ${figure[bytes copied per byte of data|two-copies]:-} ]]; then
   echo
   printf 'downtime, rebind / two copies: %s (readyReplicas < %s), %s (Ready pods < %s); total time: %s\n' \
-    "$(ratio "downtime: readyReplicas < $replicas (s)")" "$replicas" \
-    "$(ratio "downtime: Ready pods < $replicas (s)")" "$replicas" \
-    "$(ratio "total: request annotated -> completed (s)")"
+    "$(ratio "downtime: readyReplicas < $replicas (s)" copy two-copies)" "$replicas" \
+    "$(ratio "downtime: Ready pods < $replicas (s)" copy two-copies)" "$replicas" \
+    "$(ratio "total: request -> completed (s)" copy two-copies)"
+fi
+if [[ -n ${figure[bytes copied per byte of data|copy-template]:-} && -n ${figure[bytes copied per byte of data|vshn]:-} ]]; then
+  echo
+  printf 'stsresize (copy-template) / vshn, same trigger: API requests per claim %s (GET %s), downtime %s (readyReplicas < %s), %s (Ready pods < %s), total time %s, RSS at the end %s\n' \
+    "$(ratio "API requests per resized claim: all" copy-template vshn)" \
+    "$(ratio "API requests per resized claim: GET (get, list, watch)" copy-template vshn)" \
+    "$(ratio "downtime: readyReplicas < $replicas (s)" copy-template vshn)" "$replicas" \
+    "$(ratio "downtime: Ready pods < $replicas (s)" copy-template vshn)" "$replicas" \
+    "$(ratio "total: request -> completed (s)" copy-template vshn)" \
+    "$(ratio "controller RSS at the end / peak (MiB)" copy-template vshn)"
+fi
+if [[ -n $peer ]]; then
+  printf '\nvshn: vshn/statefulset-resize-controller %s (%s), built with %s\n' "$peer_commit" "$peer_dir" "$(go version | awk '{ print $3 }')"
 fi
