@@ -6,15 +6,17 @@
 #
 #   tests/bench/cluster_scale.sh [--build DIR] [--statefulsets N] [--claims-per-statefulset N]
 #                                [--namespaces N] [--threads N] [--idle-seconds S] [--keep]
+#                                [--name CLUSTER]
 #
 # Needs build/bin/stsresize and build/bin/stsresize_populate (configure with
 # -DSTSRESIZE_CLUSTER_TESTS=ON). Without a `run` subcommand only the population is measured.
-# --keep leaves the cluster (bench-scale) up for a rerun: population then only tops it up.
+# --keep leaves the cluster (bench-scale, or --name) up for a rerun: population then only tops it
+# up, so that two builds (--build) can be measured one after the other on the same objects.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$repo/build
-statefulsets=5000 claims_per=3 namespaces=10 threads=8 idle=60 keep=0
+statefulsets=5000 claims_per=3 namespaces=10 threads=8 idle=60 keep=0 name=bench-scale
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -24,7 +26,8 @@ while (($#)); do
     --threads) threads=$2; shift 2 ;;
     --idle-seconds) idle=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --name) name=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster_scale: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -35,7 +38,6 @@ for b in "$stsresize" "$populate"; do
 done
 
 cluster=$repo/scripts/cluster
-name=bench-scale
 work=$(mktemp -d /tmp/stsresize-bench.XXXXXX)
 controller_pid=
 cleanup() {
@@ -94,7 +96,9 @@ counter_sum() { awk -v m="$1" '$1 ~ "^"m"([{]|$)" { s += $NF } END { printf "%.0
 proc_cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 # (An unknown subcommand with --help prints the top-level help and exits 0: look for a run flag.)
-if ! "$stsresize" run --help 2>/dev/null | grep -q -- '--health-probe-bind-address'; then
+# (A here-string, not a pipe into grep -q: grep leaving early fails the pipe under pipefail.)
+run_help=$("$stsresize" run --help 2>/dev/null || true)
+if [[ $run_help != *--health-probe-bind-address* ]]; then
   echo "==> '$stsresize run' does not exist yet: only the population was measured" >&2
 else
   metrics_port=$(free_port) health_port=$(free_port)
