@@ -7,6 +7,11 @@
 // Kubernetes' own default, stated per function; a field of the wrong type, or a required field
 // that is missing, is an error naming the object and the field ("StatefulSet shop/web:
 // spec.replicas is not an integer"), never a crash and never a silent guess.
+//
+// The controller's informer caches keep only the fields read (engine/cached_fields.h): the
+// paths of every reader below on StatefulSets, claims and StorageClasses are listed there, each
+// next to its reader's name. A reader that reads another field of those kinds, or a new caller
+// of one on a cached object, adds its path there (tests/unit/cached_fields_test.cc shows it).
 #include <cstdint>
 #include <expected>
 #include <map>

@@ -93,7 +93,11 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
 
 std::size_t refusal_fingerprint(const Json& statefulset) {
   const Json& metadata = statefulset.value("metadata", Json::object());
+  // The cache keeps only the spec's fields the controller reads (engine/cached_fields.h), but
+  // the reconciler decides on the live object: the generation, which every change of the spec
+  // raises, stands for the fields the cache dropped.
   Json relevant = {{"spec", statefulset.value("spec", Json::object())},
+                   {"generation", metadata.value("generation", Json{})},
                    {"labels", metadata.value("labels", Json::object())},
                    {"annotations", metadata.value("annotations", Json::object())}};
   return std::hash<std::string>{}(relevant.dump());

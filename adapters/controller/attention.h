@@ -31,7 +31,8 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
                           const std::vector<Json>& storage_classes);
 
 // What a terminal reconcile result depended on: a refusal is not retried until the
-// StatefulSet's spec, labels or annotations change (its status changes all the time).
+// StatefulSet's spec (or generation), labels or annotations change (its status changes all
+// the time).
 std::size_t refusal_fingerprint(const Json& statefulset);
 
 }  // namespace stsresize

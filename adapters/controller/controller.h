@@ -94,8 +94,7 @@ class Controller {
 
  private:
   struct Informers;
-  void handle_statefulset(const std::string& key, const std::shared_ptr<const Json>& sts,
-                          bool deleted);
+  void handle_statefulset(const std::string& key, const Json& sts, bool deleted);
   void handle_owned(const Json& object);
   void handle_claim(const Json& claim);
   Attention attention_of(const Json& sts) const;

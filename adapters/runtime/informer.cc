@@ -36,30 +36,72 @@ std::string store_key(const Json& object) {
 
 // ---- Store ----
 
+Store::Entry Store::pack(const Json& object) {
+  auto packed = std::make_shared<Packed>();
+  packed->resource_version = metadata_text(object, "resourceVersion");
+  packed->bytes = Json::to_msgpack(object);
+  packed->bytes.shrink_to_fit();
+  return packed;
+}
+
+Store::Object Store::unpack(const Packed& packed) {
+  // Bytes this process packed from a Json: they decode.
+  return std::make_shared<const Json>(Json::from_msgpack(packed.bytes));
+}
+
 Store::Object Store::get(const std::string& ns, const std::string& name) const {
   return get(ns.empty() ? name : ns + "/" + name);
 }
 
 Store::Object Store::get(const std::string& key) const {
-  std::lock_guard lock(mutex_);
-  const auto found = objects_.find(key);
-  return found == objects_.end() ? nullptr : found->second;
+  Entry entry;
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = objects_.find(key);
+    if (found == objects_.end()) return nullptr;
+    entry = found->second;
+  }
+  return unpack(*entry);
 }
 
-std::vector<Store::Object> Store::list(const std::string& ns) const {
-  std::vector<Object> result;
+std::vector<Store::Entry> Store::select(const std::string& ns,
+                                        const std::function<bool(std::string_view)>* wanted) const {
+  std::vector<Entry> result;
   std::lock_guard lock(mutex_);
   if (ns.empty()) {
     result.reserve(objects_.size());
-    for (const auto& [key, object] : objects_) result.push_back(object);
+    for (const auto& [key, entry] : objects_) {
+      const std::string_view name =
+          std::string_view{key}.substr(key.find('/') == std::string::npos ? 0 : key.find('/') + 1);
+      if (wanted == nullptr || (*wanted)(name)) result.push_back(entry);
+    }
     return result;
   }
   const std::string prefix = ns + "/";
   for (auto it = objects_.lower_bound(prefix);
        it != objects_.end() && it->first.starts_with(prefix); ++it) {
-    result.push_back(it->second);
+    if (wanted == nullptr || (*wanted)(std::string_view{it->first}.substr(prefix.size()))) {
+      result.push_back(it->second);
+    }
   }
   return result;
+}
+
+std::vector<Store::Object> Store::list(const std::string& ns) const {
+  std::vector<Object> result;
+  for (const Entry& entry : select(ns, nullptr)) result.push_back(unpack(*entry));
+  return result;
+}
+
+std::vector<Store::Object> Store::list(
+    const std::string& ns, const std::function<bool(std::string_view name)>& wanted) const {
+  std::vector<Object> result;
+  for (const Entry& entry : select(ns, &wanted)) result.push_back(unpack(*entry));
+  return result;
+}
+
+void Store::visit(const std::string& ns, const std::function<void(const Json&)>& each) const {
+  for (const Entry& entry : select(ns, nullptr)) each(*unpack(*entry));
 }
 
 std::vector<std::string> Store::keys() const {
@@ -75,31 +117,29 @@ std::size_t Store::size() const {
   return objects_.size();
 }
 
-Store::Object Store::put(const std::string& key, Object object) {
-  std::lock_guard lock(mutex_);
-  Object& slot = objects_[key];
-  std::swap(slot, object);
-  return object;
+void Store::put(const std::string& key, const Json& object) {
+  put(key, pack(object));
 }
 
-std::map<std::string, Store::Object> Store::snapshot() const {
+void Store::put(const std::string& key, Entry entry) {
+  std::lock_guard lock(mutex_);
+  objects_[key] = std::move(entry);
+}
+
+std::map<std::string, Store::Entry> Store::snapshot() const {
   std::lock_guard lock(mutex_);
   return objects_;
 }
 
-Store::Object Store::erase(const std::string& key) {
+bool Store::erase(const std::string& key) {
   std::lock_guard lock(mutex_);
-  const auto found = objects_.find(key);
-  if (found == objects_.end()) return nullptr;
-  Object previous = std::move(found->second);
-  objects_.erase(found);
-  return previous;
+  return objects_.erase(key) > 0;
 }
 
-std::map<std::string, Store::Object> Store::replace(std::map<std::string, Object> objects) {
+std::map<std::string, Store::Entry> Store::replace(std::map<std::string, Entry> entries) {
   std::lock_guard lock(mutex_);
-  std::swap(objects_, objects);
-  return objects;
+  std::swap(objects_, entries);
+  return entries;
 }
 
 // ---- Informer ----
@@ -170,7 +210,7 @@ bool Informer::list_and_replace(std::stop_token stop) {
   ListOptions request;
   request.label_selector = options_.label_selector;
   request.limit = options_.page_size;
-  std::map<std::string, Store::Object> fresh;
+  std::map<std::string, Store::Entry> fresh;
   std::string list_version;
   bool first_page = true;
   do {
@@ -189,23 +229,24 @@ bool Informer::list_and_replace(std::stop_token stop) {
       first_page = false;
     }
     for (Json& item : page->items) {
-      Json object = options_.transform ? options_.transform(std::move(item)) : std::move(item);
-      std::string key = store_key(object);
-      fresh.emplace(std::move(key), std::make_shared<const Json>(std::move(object)));
+      const Json object =
+          options_.transform ? options_.transform(std::move(item)) : std::move(item);
+      fresh.emplace(store_key(object), Store::pack(object));
     }
+    page->items.clear();
+    page->items.shrink_to_fit();
     request.continue_token = page->continue_token;
   } while (!request.continue_token.empty());
 
-  const auto same_version = [](const Store::Object& a, const Store::Object& b) {
-    return metadata_text(*a, "resourceVersion") == metadata_text(*b, "resourceVersion");
-  };
-  // Unchanged objects keep their old value, so that readers holding it see no difference.
-  const std::map<std::string, Store::Object> current = store_.snapshot();
-  for (auto& [key, object] : fresh) {
+  // Unchanged objects keep their old entry: no event for them.
+  const std::map<std::string, Store::Entry> current = store_.snapshot();
+  for (auto& [key, entry] : fresh) {
     const auto old = current.find(key);
-    if (old != current.end() && same_version(old->second, object)) object = old->second;
+    if (old != current.end() && old->second->resource_version == entry->resource_version) {
+      entry = old->second;
+    }
   }
-  const std::map<std::string, Store::Object> previous = store_.replace(fresh);
+  const std::map<std::string, Store::Entry> previous = store_.replace(fresh);
   {
     std::lock_guard lock(mutex_);
     ++stats_.lists;
@@ -217,15 +258,16 @@ bool Informer::list_and_replace(std::stop_token stop) {
     reset_backoff();
     succeeded();
   }
-  for (const auto& [key, object] : previous) {
-    if (!fresh.contains(key)) notify(WatchEventType::Deleted, object);
+  // Handlers get objects decoded one at a time, so that the list is never held as Json trees.
+  for (const auto& [key, entry] : previous) {
+    if (!fresh.contains(key)) notify(WatchEventType::Deleted, Store::unpack(*entry));
   }
-  for (const auto& [key, object] : fresh) {
+  for (const auto& [key, entry] : fresh) {
     const auto old = previous.find(key);
     if (old == previous.end()) {
-      notify(WatchEventType::Added, object);
-    } else if (old->second != object) {
-      notify(WatchEventType::Modified, object);
+      notify(WatchEventType::Added, Store::unpack(*entry));
+    } else if (old->second != entry) {
+      notify(WatchEventType::Modified, Store::unpack(*entry));
     }
   }
   if (!synced_.exchange(true)) {
@@ -299,12 +341,12 @@ void Informer::apply(WatchEventType type, const Json& event_object) {
   }
   Json object = options_.transform ? options_.transform(event_object) : event_object;
   const std::string key = store_key(object);
-  auto shared = std::make_shared<const Json>(std::move(object));
   if (type == WatchEventType::Deleted) {
     store_.erase(key);
   } else {
-    store_.put(key, shared);
+    store_.put(key, object);
   }
+  auto shared = std::make_shared<const Json>(std::move(object));
   set_resource_version(*shared);
   {
     std::lock_guard lock(mutex_);

@@ -12,7 +12,7 @@
 # Needs build/bin/stsresize and build/bin/stsresize_populate (configure with
 # -DSTSRESIZE_CLUSTER_TESTS=ON). Without a `run` subcommand only the population is measured.
 # --keep leaves the cluster (--name, default bench-scale) up for a rerun: population then only
-# tops it up.
+# tops it up, so that two builds (--build) can be measured one after the other on the same objects.
 # --peer DIR: then, on the same cluster in the same run, once stsresize has stopped,
 # vshn/statefulset-resize-controller built from the checkout DIR (tests/bench/peer_lib.sh: cached
 # by commit under ~/.cache/stsresize, never vendored), run with the cluster's admin kubeconfig,

@@ -98,9 +98,9 @@ class InformerTest : public ::testing::Test {
 
 TEST(StoreTest, ListsOneNamespaceWithoutItsPrefixNeighbours) {
   Store store;
-  store.put("a/x", std::make_shared<const Json>(config_map("a", "x")));
-  store.put("ab/y", std::make_shared<const Json>(config_map("ab", "y")));
-  store.put("node-1", std::make_shared<const Json>(Json{{"metadata", {{"name", "node-1"}}}}));
+  store.put("a/x", config_map("a", "x"));
+  store.put("ab/y", config_map("ab", "y"));
+  store.put("node-1", Json{{"metadata", {{"name", "node-1"}}}});
   ASSERT_EQ(store.list("a").size(), 1u);
   EXPECT_EQ(store.list("a")[0]->at("metadata").at("name"), "x");
   EXPECT_EQ(store.list().size(), 3u);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/annotations.h"
+#include "engine/cached_fields.h"
 #include "engine/drain_plan.h"
 #include "engine/k8s_objects.h"
 #include "engine/resize_request.h"
@@ -16,10 +17,26 @@ namespace {
 
 using testing::ResizeWorld;
 
+std::vector<Json> trimmed(Kind kind, const std::vector<Json>& objects) {
+  std::vector<Json> out;
+  for (const Json& object : objects) out.push_back(trim_for_cache(kind, object));
+  return out;
+}
+
+// The controller decides on cached objects, which keep only the fields it reads
+// (engine/cached_fields.h): every case here also checks that the decision on them is the one
+// on the full objects.
 Attention attention_of(const ResizeWorld& world) {
-  return needs_attention(world.live_sts(),
-                         world.kube.list_raw(Kind::PersistentVolumeClaim, testing::kNs),
-                         world.kube.list_raw(Kind::StorageClass));
+  const Json sts = world.live_sts();
+  const auto claims = world.kube.list_raw(Kind::PersistentVolumeClaim, testing::kNs);
+  const auto classes = world.kube.list_raw(Kind::StorageClass);
+  const Attention full = needs_attention(sts, claims, classes);
+  const Attention cached = needs_attention(trim_for_cache(Kind::StatefulSet, sts),
+                                           trimmed(Kind::PersistentVolumeClaim, claims),
+                                           trimmed(Kind::StorageClass, classes));
+  EXPECT_EQ(cached, full) << "decided on the trimmed objects: " << to_string(cached)
+                          << ", on the full ones: " << to_string(full);
+  return full;
 }
 
 void set_annotation(ResizeWorld& world, std::string_view key, std::string_view value) {
@@ -238,6 +255,20 @@ TEST(RefusalFingerprint, IgnoresStatusButNotSpecLabelsOrAnnotations) {
   Json annotated = before;
   annotated["metadata"]["annotations"]["note"] = "x";
   EXPECT_NE(refusal_fingerprint(annotated), refusal_fingerprint(before));
+}
+
+// The cache drops the pod template (engine/cached_fields.h), but a change to it may answer a
+// refusal the reconciler read live: the generation the API server raises stands for it.
+TEST(RefusalFingerprint, ChangesWithAChangeTheCacheDoesNotKeep) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/true, "512Mi");
+  Json before = world.live_sts();
+  before["metadata"]["generation"] = 1;
+  Json template_changed = before;
+  template_changed["spec"]["template"]["spec"]["nodeSelector"] = {{"disk", "fast"}};
+  template_changed["metadata"]["generation"] = 2;
+  EXPECT_NE(refusal_fingerprint(trim_for_cache(Kind::StatefulSet, template_changed)),
+            refusal_fingerprint(trim_for_cache(Kind::StatefulSet, before)));
 }
 
 }  // namespace
