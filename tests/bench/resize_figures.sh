@@ -44,6 +44,7 @@
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
 #                                 [--paths copy,two-copies,expansion] [--poll-interval DURATION]
+#                                 [--controller-args 'ARGS']
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
 #
 #   --data-mib       random data per volume, in MiB (default 1024); the volumes' disk must
@@ -51,6 +52,8 @@
 #                    claim; copy: 2)
 #   --paths          which paths, in this order (default copy,two-copies,expansion)
 #   --poll-interval  passed to `stsresize run` (default: the controller's own)
+#   --controller-args  more flags for `stsresize run`, split on spaces (e.g. '--max-parallel-copies 2':
+#                    with --build, two settings or two binaries compared on one cluster)
 #   --kubeconfig     use this cluster (a namespace of its own per path, deleted at its end);
 #                    otherwise a private cluster --name (default resize-figures) is brought up
 #                    and down
@@ -61,6 +64,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$repo/build data_mib=1024 replicas=3 paths=copy,two-copies,expansion poll_interval='' given_kubeconfig=''
+controller_args=''
 cluster_name=resize-figures keep=0 out=''
 while (($#)); do
   case $1 in
@@ -69,6 +73,7 @@ while (($#)); do
     --replicas) replicas=$2; shift 2 ;;
     --paths) paths=$2; shift 2 ;;
     --poll-interval) poll_interval=$2; shift 2 ;;
+    --controller-args) controller_args=$2; shift 2 ;;
     --kubeconfig) given_kubeconfig=$2; shift 2 ;;
     --name) cluster_name=$2; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -242,6 +247,9 @@ measure_path() {
   journal=$work/journal-$path.db
   local args=(--journal "$journal" "${extra[@]}") attempt deadline
   [[ -n $poll_interval ]] && args+=(--poll-interval "$poll_interval")
+  local more=()
+  read -r -a more <<<"$controller_args"
+  args+=("${more[@]}")
   # A free port may be taken by another process before the controller binds it: try another.
   for attempt in 1 2 3; do
     port=$(free_port)
@@ -424,8 +432,8 @@ for r in "${rows[@]}"; do seen[$r]=1; done
 for p in "${path_list[@]}"; do measure_path "$p"; done
 
 echo
-printf '%s replicas, %s MiB of random data per volume, 1Gi -> 2Gi, poll interval %s\n\n' \
-  "$replicas" "$data_mib" "${poll_interval:-default}"
+printf '%s replicas, %s MiB of random data per volume, 1Gi -> 2Gi, poll interval %s, %s%s\n\n' \
+  "$replicas" "$data_mib" "${poll_interval:-default}" "$stsresize" "${controller_args:+ $controller_args}"
 header="| figure |" rule="| --- |"
 for p in "${path_list[@]}"; do header+=" $p |"; rule+=" ---: |"; done
 echo "$header"
