@@ -179,7 +179,8 @@ TEST_F(Steps, BackupCreatesEachObjectOnceAcrossRepeatedCalls) {
 // whole copy: none waits for another unless a bound is given.
 TEST_F(Steps, BackupStartsEveryClaimsCopyAtOnceByDefault) {
   at(Phase::BackingUp);
-  EXPECT_EQ(copies_started_at_once(&backup_step, kBackupPurpose), kReplicas);
+  ASSERT_GT(op.claims.size(), 2u);  // more than any bound below
+  EXPECT_EQ(copies_started_at_once(&backup_step, kBackupPurpose), std::ssize(op.claims));
 }
 
 TEST_F(Steps, BackupStartsNoMoreCopiesAtOnceThanTheBoundGiven) {
@@ -571,7 +572,8 @@ class RestoringSteps : public Steps {
 };
 
 TEST_F(RestoringSteps, RestoreStartsEveryClaimsCopyAtOnceByDefault) {
-  EXPECT_EQ(copies_started_at_once(&restore_step, kRestorePurpose), kReplicas);
+  ASSERT_GT(op.claims.size(), 1u);
+  EXPECT_EQ(copies_started_at_once(&restore_step, kRestorePurpose), std::ssize(op.claims));
 }
 
 TEST_F(RestoringSteps, RestoreStartsNoMoreCopiesAtOnceThanTheBoundGiven) {
