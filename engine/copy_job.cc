@@ -26,10 +26,13 @@ std::string shell_quoted(const std::string& word) {
 // The script is kept to what busybox ash (the Alpine image) and dash/bash (the local node
 // simulator runs the command on the host) share: no pipefail, no arrays, no `local`.
 //
-// Why the summary cannot be fooled by a failing pipeline stage even without pipefail: a
-// stage that fails drops lines, and a dropped line changes that side's counts or digest. A
-// file unreadable on the source has already failed rsync; one unreadable on the destination
-// makes the sides differ. Failures only ever turn into "not proven copied".
+// Why the summary cannot be fooled by a failing stage even without pipefail: no stage of a
+// summary is a pipeline whose status would be lost. Each writes a file in the side's scratch
+// directory (/tmp, an emptyDir) and its own exit status is checked, so a stage that fails, or a
+// tool missing from the image, fails that side's summary instead of dropping lines from it — a
+// failure on both sides alike (sort spilling to a full /tmp, a missing find) would otherwise
+// drop the same lines on both and read as a match. A summary that failed is reported as such
+// and never compared. Failures only ever turn into "not proven copied".
 //
 // Digest lines are sha256sum's own output, so their exact bytes depend on the implementation
 // for names containing '\', newline (and, for GNU coreutils 9, carriage return): GNU escapes
@@ -39,22 +42,28 @@ std::string shell_quoted(const std::string& word) {
 // ambiguity, and it needs a deliberately crafted file name on the source.
 constexpr std::string_view kScriptHead = R"(set -eu
 # stsresize copy Job: copy /source/ to /destination/, then prove it (see engine/copy_job.h).
+# summarise TREE SCRATCH: print TREE's summary as one JSON object. Every stage is checked on
+# its own (no pipefail in ash/dash); its lists go to the directory SCRATCH (a few hundred
+# bytes a file, each removed once read, as sort's own spill files would take).
 summarise() (
-  cd "$1"
-  counts=$(find . -type f -print0 | xargs -0 -r stat -c %s | {
-    files=0
-    bytes=0
-    while read -r size; do
-      files=$((files + 1))
-      bytes=$((bytes + size))
-    done
-    echo "$files $bytes"
-  })
-  digest=$(find . -type f -print0 | xargs -0 -r sha256sum | LC_ALL=C sort | sha256sum)
-  printf '{"files":%s,"bytes":%s,"digest":"%s"}' "${counts% *}" "${counts#* }" "${digest%% *}"
+  cd "$1" || exit
+  find . -type f -print0 > "$2/names" || exit
+  xargs -0 -r stat -c %s < "$2/names" > "$2/sizes" || exit
+  xargs -0 -r sha256sum < "$2/names" > "$2/lines" || exit
+  rm -f "$2/names"
+  LC_ALL=C sort -o "$2/sorted" "$2/lines" || exit
+  rm -f "$2/lines"
+  digest=$(sha256sum < "$2/sorted") || exit
+  files=0
+  bytes=0
+  while read -r size; do
+    files=$((files + 1))
+    bytes=$((bytes + size))
+  done < "$2/sizes"
+  printf '{"files":%s,"bytes":%s,"digest":"%s"}' "$files" "$bytes" "${digest%% *}"
 )
 # A destination too small for the data (a shrink whose source grew since it was measured) fails
-# here, before rsync writes anything: exit 4 (see engine/copy_job.h).
+# here, before rsync writes anything: exit 5 (see engine/copy_job.h).
 if [ -n "${STSRESIZE_DESTINATION_BYTES:-}" ]; then
   need=$(cd /source && du -s -k .)
   need=$((${need%%[!0-9]*} * 1024))
@@ -75,7 +84,7 @@ if [ -n "${STSRESIZE_DESTINATION_BYTES:-}" ]; then
     message="stsresize-copy: does not fit: /source holds $need bytes, /destination has room for $room"
     printf '%s' "$message" > /dev/termination-log
     echo "$message" >&2
-    exit 4
+    exit 5
   fi
 fi
 echo "stsresize-copy: rsync /source/ /destination/"
@@ -89,10 +98,29 @@ if [ "$status" -ne 0 ]; then
   echo "$message" >&2
   exit "$status"
 fi
-echo "stsresize-copy: summarising /source"
-source_summary=$(summarise /source)
-echo "stsresize-copy: summarising /destination"
-destination_summary=$(summarise /destination)
+# Both trees at once, only now that rsync is done: each is its own volume's read, and on one
+# node one side's hashing overlaps the other's reading. A side whose summary failed is never
+# compared: the Job reports the failure instead of a summary.
+echo "stsresize-copy: summarising /source and /destination"
+scratch=/tmp/stsresize-copy.$$
+mkdir "$scratch" "$scratch/source" "$scratch/destination"
+summarise /source "$scratch/source" > "$scratch/source.json" &
+source_pid=$!
+summarise /destination "$scratch/destination" > "$scratch/destination.json" &
+destination_pid=$!
+source_status=0
+wait "$source_pid" || source_status=$?
+destination_status=0
+wait "$destination_pid" || destination_status=$?
+if [ "$source_status" -ne 0 ] || [ "$destination_status" -ne 0 ]; then
+  message="stsresize-copy: summarising failed: exit code $source_status on /source, $destination_status on /destination"
+  printf '%s' "$message" > /dev/termination-log
+  echo "$message" >&2
+  exit 4
+fi
+source_summary=$(cat "$scratch/source.json")
+destination_summary=$(cat "$scratch/destination.json")
+rm -rf "$scratch"
 summary="{\"v\":1,\"source\":$source_summary,\"destination\":$destination_summary}"
 printf '%s' "$summary" > /dev/termination-log
 echo "stsresize-copy: $summary"

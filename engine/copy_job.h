@@ -95,20 +95,24 @@ struct CopyJobRequest {
 };
 
 // The copy script's exit status when the destination cannot hold the source's data.
-inline constexpr int kDoesNotFitExitCode = 4;
+inline constexpr int kDoesNotFitExitCode = 5;
 
 // The shell script the container runs (POSIX sh as in busybox ash and dash; rsync, find,
-// xargs -0, stat, sort, sha256sum): rsync --info=progress2 <flags> /source/ /destination/, then
-// summarises both trees and writes the summary to /dev/termination-log. Exit status:
+// xargs -0, stat, sort, sha256sum): rsync --info=progress2 <flags> /source/
+// /destination/, then, once rsync is done, summarises both trees at the same time (each read
+// once, its lists in /tmp) and writes the summary to /dev/termination-log. Exit status:
 //   0      summary written, both sides equal;
 //   3      summary written, the sides differ (the Job fails, and its retries fail the same way);
-//   4      (kDoesNotFitExitCode) before rsync: the source's data (the larger of its file bytes
+//   4      a side's summary failed (any of its stages, each checked on its own): no summary,
+//          the termination message is "stsresize-copy: summarising failed: exit code S on
+//          /source, D on /destination" (parse_copy_summary refuses it);
+//   5      (kDoesNotFitExitCode) before rsync: the source's data (the larger of its file bytes
 //          and its disk usage) is more than STSRESIZE_DESTINATION_BYTES or than the
 //          destination's filesystem can take; the termination message is "stsresize-copy: does
 //          not fit: ..." and the Job's podFailurePolicy fails it without a retry;
 //   rsync's status when rsync failed: no summary, the termination message is
 //          "stsresize-copy: rsync failed with exit code N" (parse_copy_summary refuses it);
-//   other  the summary could not be computed: no summary.
+//   other  the script could not go on (no scratch directory in /tmp...): no summary.
 // Only regular files are summarised (symlinks, directories and metadata are rsync's job). The
 // digest lines are sha256sum's own output, so the digest depends on the sha256sum
 // implementation for names containing '\' or a newline; both sides are always summarised by

@@ -9,7 +9,7 @@
 // the blocks of each file).
 //
 // The figure is a guard against a shrink that cannot work, not the proof: the application keeps
-// writing until ScalingDown, so the copy Job checks again (copy_job.h, exit status 4) and rsync
+// writing until ScalingDown, so the copy Job checks again (copy_job.h, exit status 5) and rsync
 // fails on a full volume; either failure scales back with every source intact.
 #include <cstdint>
 #include <expected>

@@ -8,8 +8,16 @@
 namespace stsresize {
 
 struct EngineSettings {
-  // Copy Jobs running at once per operation (backup and restore each).
-  int max_parallel_copies = 2;
+  // Copy Jobs running at once per operation (backup and restore each); 0: no bound, every
+  // claim at once. The application is down for the whole copy, and each claim's copy reads and
+  // writes volumes of its own, so by default none waits for another (as the seed controller);
+  // where claims share storage bandwidth (one node's disk), a bound is the operator's to give.
+  int max_parallel_copies = 0;
+
+  // Whether one more copy Job may start while `running` of this operation run.
+  bool may_start_copy(int running) const {
+    return max_parallel_copies == 0 || running < max_parallel_copies;
+  }
   // The copy path copies each claim once and gives the copied volume the claim's name (the
   // rebind path, states/rebind.h) where the controller may: false always takes the two-copy
   // path (copy to a backup claim, recreate the claim, copy back).

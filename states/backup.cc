@@ -1,10 +1,11 @@
 // BackingUp: for every planned claim, a backup claim of the same size and class and a copy Job
 // source -> backup; BackupVerified is recorded only when the Job's summary shows both trees
 // equal, with the fence generation it was taken at. At most settings.max_parallel_copies Jobs
-// run at once. The fence (states/fence.h) is checked at every invocation: a scale-up with every
-// source intact is a critical error (ScalingBack); once a source is gone (BackingUp entered
-// again on BackupStale) the fence is set again. A backup verified at another generation is
-// taken again; a claim whose source was deleted is never copied over: its backup is the data.
+// run at once (0: every claim's at once). The fence (states/fence.h) is checked at every
+// invocation: a scale-up with every source intact is a critical error (ScalingBack); once a source
+// is gone (BackingUp entered again on BackupStale) the fence is set again. A backup verified at
+// another generation is taken again; a claim whose source was deleted is never copied over: its
+// backup is the data.
 #include "engine/naming.h"
 #include "states/fence.h"
 #include "states/step_support.h"
@@ -135,7 +136,7 @@ StepOutcome backup_step(StepContext& ctx) {
 
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
                          naming::backup_claim(claim.claim), std::string{kBackupPurpose},
-                         running < ctx.settings.max_parallel_copies, generation,
+                         ctx.settings.may_start_copy(running), generation,
                          backup_size(ctx.op, claim).bytes());
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});

@@ -107,7 +107,7 @@ StepOutcome measure_step(StepContext& ctx) {
     auto existing = get_optional(ctx, ref);
     if (!existing) return existing.error();
     if (!existing->has_value()) {
-      if (running >= ctx.settings.max_parallel_copies) continue;
+      if (!ctx.settings.may_start_copy(running)) continue;
       auto node = node_using(ctx, claim.claim);
       if (!node) return node.error();
       Json job = build_measure_job(MeasureJobRequest{ctx.op.ns, ref.name, claim.claim, ctx.op.id,

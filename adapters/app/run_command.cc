@@ -123,7 +123,10 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
                   "StatefulSets worked on at once (worker threads)")
       ->capture_default_str();
   run->add_option("--max-parallel-copies", flags.max_parallel_copies,
-                  "Copy Jobs running at once per operation")
+                  "Copy Jobs running at once per operation; 0: every claim at once, the "
+                  "default, as the application is down for the whole copy and each claim's copy "
+                  "has volumes of its own; give N where the claims share storage bandwidth (one "
+                  "node's disk, a throttled backend), to bound the load on it")
       ->capture_default_str();
   run->add_flag("--no-rebind", flags.no_rebind,
                 "Always take the two-copy path (copy to a backup claim, recreate the claim, copy "
@@ -205,8 +208,8 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
   if (flags.max_concurrent_operations < 1 || flags.max_concurrent_operations > 64) {
     return named("max-concurrent-operations", "must be from 1 to 64");
   }
-  if (flags.max_parallel_copies < 1 || flags.max_parallel_copies > 64) {
-    return named("max-parallel-copies", "must be from 1 to 64");
+  if (flags.max_parallel_copies < 0 || flags.max_parallel_copies > 64) {
+    return named("max-parallel-copies", "must be from 0 (no bound) to 64");
   }
   if (flags.max_parallel_drains < 1 || flags.max_parallel_drains > 64) {
     return named("max-parallel-drains", "must be from 1 to 64");

@@ -32,7 +32,7 @@ struct RunFlags {
   std::string health_probe_bind_address = ":8081";
   std::string journal = "/var/lib/stsresize/journal.db";
   int max_concurrent_operations = 4;
-  int max_parallel_copies = 2;
+  int max_parallel_copies = 0;  // 0: every claim at once
   bool no_rebind = false;
   int max_parallel_drains = 2;
   int drain_restart_limit = 5;

@@ -91,6 +91,7 @@
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
 #                                 [--paths copy,copy-template,two-copies,expansion,vshn]
 #                                 [--poll-interval DURATION] [--peer DIR]
+#                                 [--controller-args 'ARGS']
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
 #
 #   --data-mib       random data per volume, in MiB (default 1024); the volumes' disk must
@@ -99,6 +100,9 @@
 #   --paths          which paths, in this order (default copy,two-copies,expansion; vshn
 #                    needs --peer)
 #   --poll-interval  passed to `stsresize run` (default: the controller's own)
+#   --controller-args  more flags for stsresize's `run`, split on spaces (e.g.
+#                    '--max-parallel-copies 2': with --build, two settings or two binaries
+#                    compared on one cluster)
 #   --peer DIR       also measure vshn/statefulset-resize-controller built from the checkout DIR
 #                    (see above); adds copy-template and vshn to --paths when missing
 #   --kubeconfig     use this cluster (a namespace of its own per path, deleted at its end);
@@ -112,6 +116,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$repo/build data_mib=1024 replicas=3 paths=copy,two-copies,expansion poll_interval='' given_kubeconfig=''
 cluster_name=resize-figures keep=0 out='' peer_dir=''
+controller_args=''
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -120,6 +125,7 @@ while (($#)); do
     --paths) paths=$2; shift 2 ;;
     --poll-interval) poll_interval=$2; shift 2 ;;
     --peer) peer_dir=$2; shift 2 ;;
+    --controller-args) controller_args=$2; shift 2 ;;
     --kubeconfig) given_kubeconfig=$2; shift 2 ;;
     --name) cluster_name=$2; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -415,7 +421,9 @@ measure_path() {
     done
   else
     journal=$work/journal-$path.db
-    local args=(--journal "$journal" "${extra[@]}")
+    local args=(--journal "$journal" "${extra[@]}") more=()
+    read -r -a more <<<"$controller_args"
+    args+=("${more[@]}")
     [[ -n $poll_interval ]] && args+=(--poll-interval "$poll_interval")
     # A free port may be taken by another process before the controller binds it: try another.
     for attempt in 1 2 3; do

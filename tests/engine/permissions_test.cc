@@ -25,7 +25,14 @@ class Permissions : public ::testing::Test {
  protected:
   ResizeWorld world;
   MemoryJournal journal;
-  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  // One copy at a time: a copy Job is still to be created after a denial is resolved, so that
+  // a denial coming back is met again (ADenialIsReportedAgainAfterItWasResolvedAndCameBack).
+  static EngineSettings one_copy_at_a_time() {
+    EngineSettings settings;
+    settings.max_parallel_copies = 1;
+    return settings;
+  }
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, one_copy_at_a_time()};
 
   ReconcileResult reconcile() { return reconciler.reconcile(kNs, kSts); }
 

@@ -125,6 +125,16 @@ class Steps : public ::testing::Test {
     }
     return outcome;
   }
+  // The copy Jobs of `purpose` the step has started once it is called again and again while
+  // none of them runs to its end (the cluster does not move).
+  int copies_started_at_once(Step step, std::string_view purpose) {
+    for (int i = 0; i < 20; ++i) run(step);
+    int n = 0;
+    for (const Json& job : world.kube.list_raw(Kind::Job, kNs)) {
+      n += job["metadata"]["labels"].value(std::string{kPurposeLabel}, "") == purpose;
+    }
+    return n;
+  }
   void verify_all_backups() {
     for (ClaimPlan& claim : op.claims) claim.backup_verified = TreeSummary{1, 1, "d"};
   }
@@ -163,6 +173,22 @@ TEST_F(Steps, BackupCreatesEachObjectOnceAcrossRepeatedCalls) {
     EXPECT_EQ(world.cluster.volume_files(world.claim(naming::backup_claim(claim.claim))),
               world.original_files.at(claim.claim));
   }
+}
+
+// Each claim's copy reads and writes volumes of its own, and the application is down for the
+// whole copy: none waits for another unless a bound is given.
+TEST_F(Steps, BackupStartsEveryClaimsCopyAtOnceByDefault) {
+  at(Phase::BackingUp);
+  ASSERT_GT(op.claims.size(), 2u);  // more than any bound below
+  EXPECT_EQ(copies_started_at_once(&backup_step, kBackupPurpose), std::ssize(op.claims));
+}
+
+TEST_F(Steps, BackupStartsNoMoreCopiesAtOnceThanTheBoundGiven) {
+  settings.max_parallel_copies = 2;
+  at(Phase::BackingUp);
+  EXPECT_EQ(copies_started_at_once(&backup_step, kBackupPurpose), 2);
+  EXPECT_TRUE(run_until_settled(&backup_step, 200).is(StepOutcome::Kind::Done));
+  for (const ClaimPlan& claim : op.claims) EXPECT_TRUE(claim.backup_verified) << claim.claim;
 }
 
 TEST_F(Steps, BackupClaimOfAnotherOperationIsCriticalAndUntouched) {
@@ -544,6 +570,16 @@ class RestoringSteps : public Steps {
     journal = std::make_unique<TestJournal>(op);
   }
 };
+
+TEST_F(RestoringSteps, RestoreStartsEveryClaimsCopyAtOnceByDefault) {
+  ASSERT_GT(op.claims.size(), 1u);
+  EXPECT_EQ(copies_started_at_once(&restore_step, kRestorePurpose), std::ssize(op.claims));
+}
+
+TEST_F(RestoringSteps, RestoreStartsNoMoreCopiesAtOnceThanTheBoundGiven) {
+  settings.max_parallel_copies = 1;
+  EXPECT_EQ(copies_started_at_once(&restore_step, kRestorePurpose), 1);
+}
 
 TEST_F(RestoringSteps, ARecreatedClaimDeletedBeforeItsRestoreIsGivenUpAndCreatedAgain) {
   const ClaimPlan first = op.claims[0];

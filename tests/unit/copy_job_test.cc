@@ -63,6 +63,8 @@ TEST(CopySummary, RefusesAnythingButTheExactShapeWithAClearMessage) {
   } rows[] = {
       {"", "empty"},
       {"stsresize-copy: rsync failed with exit code 23", "not valid JSON"},
+      {"stsresize-copy: summarising failed: exit code 0 on /source, 123 on /destination",
+       "not valid JSON"},
       {"{\"v\":1,\"source\":" + good + ",\"destination\":" + good.substr(0, 20), "not valid JSON"},
       {"[]", "not a JSON object"},
       {"{\"v\":1,\"source\":" + good + "}", "has no \"destination\""},
@@ -465,7 +467,9 @@ class CopyScriptRun : public ::testing::Test {
     fs::create_symlink("plain.txt", source_ / "link");
   }
 
-  RunResult run(const std::string& script, Tool tool, bool destination_read_only = false) {
+  // shims: a directory whose programs come first on PATH (tools that fail on purpose).
+  RunResult run(const std::string& script, Tool tool, bool destination_read_only = false,
+                const fs::path& shims = {}) {
     const fs::path log = dir_ / "termination-log";
     const fs::path output = dir_ / "output";
     write_file(log, "");
@@ -482,6 +486,11 @@ class CopyScriptRun : public ::testing::Test {
                              destination_read_only ? "--ro-bind" : "--bind", destination_.string(),
                              "/destination", "--bind", log.string(), "/dev/termination-log"});
     std::string shell = "/bin/sh";
+    std::string path_head;
+    if (!shims.empty()) {
+      args.insert(args.end(), {"--ro-bind", shims.string(), "/shims"});
+      path_head = "/shims:";
+    }
     if (tool == Tool::Busybox) {
       const fs::path applets = dir_ / "busybox";
       fs::create_directories(applets);
@@ -490,10 +499,10 @@ class CopyScriptRun : public ::testing::Test {
         if (!fs::exists(applets / applet)) fs::create_symlink("/usr/bin/busybox", applets / applet);
       }
       args.insert(args.end(), {"--ro-bind", applets.string(), "/busybox", "--setenv", "PATH",
-                               "/busybox:/usr/bin:/bin"});
+                               path_head + "/busybox:/usr/bin:/bin"});
       shell = "/busybox/sh";
     } else {
-      args.insert(args.end(), {"--setenv", "PATH", "/usr/bin:/bin"});
+      args.insert(args.end(), {"--setenv", "PATH", path_head + "/usr/bin:/bin"});
     }
     args.insert(args.end(), {shell, "-c", script});
 
@@ -518,6 +527,23 @@ class CopyScriptRun : public ::testing::Test {
   }
 
   bool busybox_available() const { return access("/usr/bin/busybox", X_OK) == 0; }
+
+  std::vector<Tool> tools() const {
+    if (busybox_available()) return {Tool::Gnu, Tool::Busybox};
+    return {Tool::Gnu};
+  }
+
+  // A directory of one program, `name`, for run(..., shims): a POSIX sh script running `body`,
+  // in which "$real" is the tool it stands in for (GNU's, or busybox's applet).
+  fs::path shim(const std::string& name, Tool tool, const std::string& body) {
+    const fs::path shims = dir_ / "shims";
+    fs::remove_all(shims);
+    fs::create_directories(shims);
+    const std::string real = tool == Tool::Gnu ? "/usr/bin/" + name : "/usr/bin/busybox " + name;
+    write_file(shims / name, "#!/bin/sh\nreal=\"" + real + "\"\n" + body);
+    fs::permissions(shims / name, fs::perms::owner_all);
+    return shims;
+  }
 
   // Copy, then check everything the controller relies on.
   void expect_faithful_copy(Tool tool) {
@@ -599,6 +625,116 @@ TEST_F(CopyScriptRun, ReportsRsyncFailureWithoutASummary) {
   EXPECT_EQ(r.termination_message,
             "stsresize-copy: rsync failed with exit code " + std::to_string(r.exit_code));
   EXPECT_FALSE(parse_copy_summary(r.termination_message).has_value());
+}
+
+// The ways a stage of a summary can fail. Without pipefail a pipeline reports its last
+// command's status only, and the same failure on both sides drops the same lines from both:
+// each of these must fail the Job, never read as a match.
+struct StageFailure {
+  std::string tool;
+  std::string body;
+  std::string what;
+};
+
+// Runs the tool without its last argument (a file of the list), then fails: a stage that did
+// part of its work.
+constexpr std::string_view kDropLastFileAndFail = R"(n=$#
+i=0
+for a; do
+  i=$((i + 1))
+  [ "$i" -eq 1 ] && set --
+  [ "$i" -lt "$n" ] && set -- "$@" "$a"
+done
+$real "$@"
+exit 1
+)";
+
+std::vector<StageFailure> stage_failures() {
+  std::vector<StageFailure> out;
+  for (const char* tool : {"find", "xargs", "stat", "sha256sum", "sort"}) {
+    // As the shell reports a program missing from the image.
+    out.push_back({tool, "exit 127\n", std::string{tool} + " missing"});
+  }
+  // A directory it could not read: the rest listed, and a failure.
+  out.push_back({"find", "$real . -type f ! -path './nested/*' -print0\nexit 1\n", "find partial"});
+  out.push_back({"stat", std::string{kDropLastFileAndFail}, "stat partial"});
+  // The hashing of the files (with arguments, under xargs) fails partway; the digest of the
+  // sorted lines (sha256sum reading its input) works.
+  out.push_back({"sha256sum",
+                 "if [ \"$#\" -eq 0 ]; then exec $real; fi\n" + std::string{kDropLastFileAndFail},
+                 "sha256sum of the files partial"});
+  // Out of space after one line ("sort -o OUTPUT INPUT", as the script calls it).
+  out.push_back({"sort",
+                 "$real \"$@\"\nhead -n 1 \"$2\" > \"$2.part\"\nmv \"$2.part\" \"$2\"\n"
+                 "exit 2\n",
+                 "sort partial"});
+  return out;
+}
+
+TEST_F(CopyScriptRun, AStageFailingOnBothSidesIsNeverAMatch) {
+  populate_awkward_tree();
+  for (const Tool tool : tools()) {
+    for (const StageFailure& failure : stage_failures()) {
+      SCOPED_TRACE((tool == Tool::Gnu ? "host shell, " : "busybox, ") + failure.what);
+      const RunResult r =
+          run(copy_script(CopyJobSettings{}), tool, false, shim(failure.tool, tool, failure.body));
+      EXPECT_EQ(r.exit_code, 4) << r.output;
+      EXPECT_TRUE(r.termination_message.starts_with("stsresize-copy: summarising failed"))
+          << r.termination_message;
+      EXPECT_FALSE(parse_copy_summary(r.termination_message).has_value());
+    }
+  }
+}
+
+TEST_F(CopyScriptRun, AStageFailingOnOneSideIsNeverAMatch) {
+  populate_awkward_tree();
+  for (const Tool tool : tools()) {
+    for (const std::string side : {"source", "destination"}) {
+      SCOPED_TRACE((tool == Tool::Gnu ? "host shell, " : "busybox, ") + side);
+      // Fails reading the files of one side only, as a volume with a bad block would.
+      const fs::path shims = shim("sha256sum", tool,
+                                  "case $(pwd) in /" + side + "*) [ \"$#\" -gt 0 ] && exit 1 ;; " +
+                                      "esac\nexec $real \"$@\"\n");
+      const RunResult r = run(copy_script(CopyJobSettings{}), tool, false, shims);
+      EXPECT_EQ(r.exit_code, 4) << r.output;
+      // xargs reports a command that failed as 123.
+      EXPECT_EQ(r.termination_message,
+                side == "source"
+                    ? "stsresize-copy: summarising failed: exit code 123 on /source, 0 on "
+                      "/destination"
+                    : "stsresize-copy: summarising failed: exit code 0 on /source, 123 on "
+                      "/destination")
+          << r.output;
+      EXPECT_FALSE(parse_copy_summary(r.termination_message).has_value());
+    }
+  }
+}
+
+TEST_F(CopyScriptRun, SummarisesBothTreesAtOnce) {
+  populate_awkward_tree();
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    // Hashing on either side waits until the other side's hashing has begun too (a rendezvous
+    // in the Job's /tmp): summarised one after the other, the first side gives up and fails.
+    const fs::path shims = shim("sha256sum", tool, R"(if [ "$#" -gt 0 ]; then
+  side=$(pwd)
+  : > "/tmp/hashing.${side#/}"
+  i=0
+  until [ -e /tmp/hashing.source ] && [ -e /tmp/hashing.destination ]; do
+    i=$((i + 1))
+    [ "$i" -le 300 ] || exit 1
+    sleep 0.1
+  done
+fi
+exec $real "$@"
+)");
+    const RunResult r = run(copy_script(CopyJobSettings{}), tool, false, shims);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto summary = parse_copy_summary(r.termination_message);
+    ASSERT_TRUE(summary.has_value()) << summary.error();
+    EXPECT_TRUE(summary->matches());
+    EXPECT_EQ(summary->source, expected_summary(source_, tool));
+  }
 }
 
 }  // namespace

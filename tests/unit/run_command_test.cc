@@ -59,5 +59,26 @@ TEST_F(RunFlagsTest, CopyJobResourcesHaveDefaultsAndTheFlagsReplaceOrRemoveThem)
   EXPECT_TRUE(resolve_run_flags(given));
 }
 
+TEST_F(RunFlagsTest, CopiesRunForEveryClaimAtOnceUnlessABoundIsGiven) {
+  auto defaults = resolve_run_flags(flags());
+  ASSERT_TRUE(defaults) << defaults.error();
+  EXPECT_EQ(defaults->engine.max_parallel_copies, 0);
+  EXPECT_TRUE(defaults->engine.may_start_copy(100));
+
+  RunFlags given = flags();
+  given.max_parallel_copies = 2;
+  auto bounded = resolve_run_flags(given);
+  ASSERT_TRUE(bounded) << bounded.error();
+  EXPECT_TRUE(bounded->engine.may_start_copy(1));
+  EXPECT_FALSE(bounded->engine.may_start_copy(2));
+
+  for (const int refused : {-1, 65}) {
+    given.max_parallel_copies = refused;
+    auto out = resolve_run_flags(given);
+    ASSERT_FALSE(out) << refused;
+    EXPECT_EQ(out.error(), "--max-parallel-copies: must be from 0 (no bound) to 64");
+  }
+}
+
 }  // namespace
 }  // namespace stsresize::cli

@@ -17,7 +17,7 @@
 #   grown           16Mi in manual mode; while Measuring -> UpdatingTemplate waits for approval
 #                   24 MiB are written into data-web-1 (the application writes until it is
 #                   scaled down); approved on: the copy Job of data-web-1 finds the data does not
-#                   fit (exit 4, "does not fit") and the operation scales back: Failed, every
+#                   fit (exit 5, "does not fit") and the operation scales back: Failed, every
 #                   claim 1Gi on its own volume with every file (the new one too), 3/3 Ready.
 #
 #   shrink.sh STSRESIZE_BINARY CASE
