@@ -134,7 +134,9 @@ TEST_P(Shrink, ThatDoesNotFitIsRefusedWithTheFiguresBeforeAnythingChanges) {
   reconcile_until(reconciler, world, at_rest(), {.limit = 200, .terminal_fails = false});
   world.settle(2);
 
-  const Operation op = *operation();
+  const auto found = operation();
+  ASSERT_TRUE(found) << "no operation state left: it completed";
+  const Operation op = *found;
   EXPECT_EQ(op.phase, Phase::Failed);
   EXPECT_EQ(op.failed_in, Phase::ScalingBack);
   EXPECT_NE(op.failure.find("shrink refused, nothing was changed"), std::string::npos)
@@ -199,7 +201,9 @@ TEST_P(ShrinkGrown, DataThatGrewAfterTheMeasureFailsAtTheCopyAndScalesBack) {
   reconcile_until(reconciler, world, at_rest(), {.limit = 400, .terminal_fails = false});
   world.settle(2);
 
-  const Operation op = *operation();
+  const auto found = operation();
+  ASSERT_TRUE(found) << "no operation state left: it completed";
+  const Operation op = *found;
   EXPECT_EQ(op.path, GetParam() ? Path::Rebind : Path::Copy);
   EXPECT_EQ(op.phase, Phase::Failed);
   EXPECT_EQ(op.failed_in, Phase::ScalingBack);
