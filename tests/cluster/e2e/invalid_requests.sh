@@ -3,8 +3,9 @@
 # StatefulSet gets a Warning event (InvalidResizeRequest) and the status annotation
 # `stsresize.dev/resize-status: rejected: <why>`, and leaves the StatefulSet (same uid, 3/3
 # Ready, templates 1Gi), its pods (same uids) and claims (1Gi) untouched, with nothing created.
-# Cases: not JSON, an unparsable quantity, a shrink, a missing StorageClass, a template that does
-# not exist, an unknown field. Then a malformed state annotation: a Warning (InvalidState),
+# Cases: not JSON, an unparsable quantity, a zero size, a missing StorageClass, a template that
+# does not exist, an unknown field (a shrink is no longer one: it is measured, shrink.sh). Then
+# a malformed state annotation: a Warning (InvalidState),
 # nothing touched. Finally a valid request on the same StatefulSet still works.
 #   invalid_requests.sh STSRESIZE_BINARY
 # shellcheck source-path=SCRIPTDIR/../proof source=../proof/lib.sh
@@ -56,7 +57,7 @@ reject() {
 step "invalid requests: rejected with a reason, nothing touched"
 reject "not JSON" '{data: 2Gi' "not valid JSON"
 reject "bad quantity" '{"data":{"storage":"2GB"}}' "storage"
-reject "shrink" '{"data":{"storage":"512Mi"}}' "shrink"
+reject "zero size" '{"data":{"storage":"0"}}' "must not be zero"
 reject "missing StorageClass" '{"data":{"storage":"2Gi","storageClassName":"no-such-class"}}' "no-such-class"
 reject "no such template" '{"logs":{"storage":"2Gi"}}' "logs"
 reject "unknown field" '{"data":{"size":"2Gi"}}' "unknown field"
