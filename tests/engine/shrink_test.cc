@@ -165,6 +165,35 @@ TEST_P(Shrink, ThatDoesNotFitIsRefusedWithTheFiguresBeforeAnythingChanges) {
       << warnings.back().message;
 }
 
+// People during Measuring: the state annotation removed (a new operation measures again; the
+// old one's measure Jobs are deleted, never read), then a scale-up (the new replica's claims are
+// created at the template's size and need no shrink). Nothing is lost.
+TEST_P(Shrink, AStateRemovedAndAScaleUpDuringMeasuringLoseNothing) {
+  world.seed(/*expandable=*/false, "1Ki", GetParam());
+  reconcile_until(reconciler, world,
+                  {"measure Jobs",
+                   [&](const ReconcileResult&) { return !world.kube.list_raw(Kind::Job).empty(); }},
+                  {.limit = 50});
+  ASSERT_EQ(operation()->phase, Phase::Measuring);
+  world.kube.mutate_raw(world.sts(), [](Json& sts) {
+    sts["metadata"]["annotations"].erase(std::string{kStateAnnotation});
+    sts["spec"]["replicas"] = kReplicas + 1;
+  });
+  world.settle(3);
+  reconcile_to_idle(reconciler, world, 400);
+  world.settle(2);
+  for (const std::string& name : world.claim_names()) {
+    EXPECT_EQ(*k8s::requested_storage(*world.kube.get_raw(world.claim(name))),
+              *Quantity::parse("1Ki"))
+        << name;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name)) << name;
+  }
+  EXPECT_TRUE(world.kube.list_raw(Kind::Job).empty());
+  for (const Json& pvc : world.kube.list_raw(Kind::PersistentVolumeClaim, kNs)) {
+    EXPECT_EQ(pvc["metadata"]["name"].get<std::string>().find("-stsresize-"), std::string::npos);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Triggers, Shrink,
                          ::testing::Values(ResizeTrigger::Template, ResizeTrigger::Request),
                          [](const auto& info) {
