@@ -314,8 +314,16 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
   ControllerMetrics metrics;
   add_process_metrics(metrics);
   HttpKubernetesOptions http_options;
-  http_options.on_request = [&metrics](std::string_view verb, int status, Duration latency) {
+  http_options.on_request = [&metrics](std::string_view verb, std::string_view request, int status,
+                                       Duration latency) {
     metrics.api_request(verb, status, latency);
+    // As kubectl -v=6 does: every request, for counting them or following one step's reads.
+    logging::debug(
+        "api request",
+        {{"request", std::string{request}},
+         {"code", std::to_string(status)},
+         {"ms",
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(latency).count())}});
   };
   auto kube = HttpKubernetes::create(config->kube, http_options);
   if (!kube) {

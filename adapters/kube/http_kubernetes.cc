@@ -547,11 +547,11 @@ const std::string& HttpKubernetes::default_namespace() const {
   return config_.ns;
 }
 
-void HttpKubernetes::report(std::string_view operation, int status,
+void HttpKubernetes::report(std::string_view operation, std::string_view request, int status,
                             std::chrono::steady_clock::time_point started) {
   counters_.record(operation, status);
   if (const auto& hook = connections_->options().on_request) {
-    hook(operation, status,
+    hook(operation, request, status,
          std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - started));
   }
 }
@@ -598,7 +598,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
     bool reused = false;
     auto client = connections_->acquire(reused);
     if (!client) {
-      report(operation, 0, started);
+      report(operation, request, 0, started);
       return Unexpected(local_error(KubeErrorCode::Unreachable,
                                     request + ": cannot set up a TLS client: " + openssl_error()));
     }
@@ -614,7 +614,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
       if (client) result = client->send(http);
     }
     if (!client || !result) {
-      report(operation, 0, started);
+      report(operation, request, 0, started);
       if (!client) {
         return Unexpected(
             local_error(KubeErrorCode::Unreachable,
@@ -626,7 +626,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
     }
     connections_->release(std::move(client));
     const int status = result->status;
-    report(operation, status, started);
+    report(operation, request, status, started);
     if (status < 200 || status >= 300) {
       return Unexpected(error_from_response(status, result->body,
                                             result->get_header_value("Retry-After"), request));
@@ -814,7 +814,7 @@ KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
         std::chrono::seconds{timeout_seconds} + connections_->options().watch_timeout_grace;
     auto client = connections_->make_dedicated(idle_timeout);
     if (!client) {
-      report("watch", 0, started);
+      report("watch", request, 0, started);
       return Unexpected(local_error(KubeErrorCode::Unreachable,
                                     request + ": cannot set up a TLS client: " + openssl_error()));
     }
@@ -845,7 +845,7 @@ KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
     http.response_handler = [&](const httplib::Response& response) {
       status = response.status;
       retry_after = response.get_header_value("Retry-After");
-      report("watch", status, started);
+      report("watch", request, status, started);
       reported = true;
       return !stopping;
     };
@@ -878,7 +878,7 @@ KubeResult<void> HttpKubernetes::watch(Kind kind, const std::string& ns,
     };
 
     const httplib::Result result = client->send(http);
-    if (!reported) report("watch", 0, started);
+    if (!reported) report("watch", request, 0, started);
     if (handler_done || stopping) return {};
     if (stream_error) return Unexpected(std::move(*stream_error));
     if (!result) {

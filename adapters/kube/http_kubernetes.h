@@ -46,10 +46,12 @@ struct HttpKubernetesOptions {
   // keepalive, which every watch socket enables (probes after 15 s of silence, every 5 s, 3
   // unanswered: about 30 s), as Go's dialer does for client-go.
   Duration watch_timeout_grace = std::chrono::seconds{30};
-  // Called after every request: `verb` is the operation as RequestCounters names it, `status`
+  // Called after every request: `verb` is the operation as RequestCounters names it, `request`
+  // the method and path with its query ("GET /api/v1/namespaces/a/pods?limit=100"), `status`
   // the HTTP status (0: no answer), `latency` until the answer (for a watch: until the
   // response headers, or the failure). Runs on the calling thread; must not throw.
-  std::function<void(std::string_view verb, int status, Duration latency)> on_request;
+  std::function<void(std::string_view verb, std::string_view request, int status, Duration latency)>
+      on_request;
 };
 
 // Requests made, by operation ("get", "list", "create", "update", "update_status", "patch",
@@ -129,7 +131,7 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<Json> call(std::string_view operation, std::string_view method,
                         const std::string& path_and_query, const std::string* body,
                         std::string_view content_type);
-  void report(std::string_view operation, int status,
+  void report(std::string_view operation, std::string_view request, int status,
               std::chrono::steady_clock::time_point started);
 
   KubeConfig config_;

@@ -272,11 +272,14 @@ TEST(HttpKubernetesWatch, EveryRequestReachesTheHookAndTheCounters) {
   server.play({.status = 200, .steps = {StreamStep::end()}, .body = {}});
   std::mutex mutex;
   std::vector<std::pair<std::string, int>> reported;
+  std::vector<std::string> requests;
   HttpKubernetesOptions options;
-  options.on_request = [&](std::string_view verb, int status, Duration latency) {
+  options.on_request = [&](std::string_view verb, std::string_view request, int status,
+                           Duration latency) {
     std::lock_guard lock{mutex};
     EXPECT_GE(latency.count(), 0);
     reported.emplace_back(std::string{verb}, status);
+    requests.emplace_back(request);
   };
   auto kube = client_for(server.url(), options);
   ASSERT_OK(watch_all(*kube).result);
@@ -293,6 +296,10 @@ TEST(HttpKubernetesWatch, EveryRequestReachesTheHookAndTheCounters) {
   std::lock_guard lock{mutex};
   EXPECT_EQ(reported, (std::vector<std::pair<std::string, int>>{
                           {"watch", 200}, {"get", 200}, {"watch", 503}, {"watch", 0}}));
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[1], "GET /api/v1/namespaces/ns/configmaps/x");
+  EXPECT_TRUE(requests[0].starts_with("GET /api/v1/namespaces/ns/configmaps?watch=1"))
+      << requests[0];
   EXPECT_EQ(kube->counters().count("watch", 200), 1u);
   EXPECT_EQ(kube->counters().count("watch", 503), 1u);
   EXPECT_EQ(unreachable->counters().count("watch", 0), 1u);
