@@ -46,6 +46,7 @@ class StatefulSetWrites final : public Kubernetes {
 
   // True once since the last call if a StatefulSet was created, changed or deleted.
   bool take() { return std::exchange(wrote_, false); }
+  void note_write() { wrote_ = true; }
 
   KubeResult<Json> get(const ObjectRef& ref) override { return kube_.get(ref); }
   KubeResult<ObjectList> list(Kind kind, const std::string& ns,
@@ -357,6 +358,7 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
 ReconcileResult Reconciler::Session::drive() {
   if (auto reported = report_queued_request(); !reported) return retry(reported.error());
   StatefulSetWrites kube{r_.kube_};
+  StatefulSetWrites cached_kube{r_.tracked_cached_ ? *r_.tracked_cached_ : r_.kube_};
   for (int i = 0; i < r_.settings_.max_steps_per_reconcile; ++i) {
     if (!sts_.is_null()) {
       if (auto answered = take_operator_request()) return *answered;
@@ -387,8 +389,19 @@ ReconcileResult Reconciler::Session::drive() {
         sts_ = std::move(*fresh);
       }
     }
-    StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
-    const StepOutcome outcome = step(ctx);
+    StepOutcome outcome;
+    if (r_.tracked_cached_) {
+      reading_cached_ = true;
+      live_reads_wanted_ = false;
+      StepContext ctx{cached_kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+      outcome = step(ctx);
+      reading_cached_ = false;
+    }
+    if (!r_.tracked_cached_ || live_reads_wanted_) {
+      StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+      outcome = step(ctx);
+    }
+    if (cached_kube.take()) kube.note_write();
     switch (outcome.kind) {
       case StepOutcome::Kind::Done: {
         std::vector<Entry> approval;
@@ -414,9 +427,13 @@ ReconcileResult Reconciler::Session::drive() {
 }
 
 Reconciler::Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock,
-                       EventRecorder& events, EngineSettings settings, OperationListener* listener)
+                       EventRecorder& events, EngineSettings settings, OperationListener* listener,
+                       Kubernetes* cached_reads)
     : tracked_kube_(kube),
       kube_(tracked_kube_),
+      tracked_cached_(cached_reads != nullptr
+                          ? std::make_unique<DenialTrackingKubernetes>(*cached_reads)
+                          : nullptr),
       journal_(journal),
       clock_(clock),
       events_(events),
@@ -428,6 +445,7 @@ Reconciler::~Reconciler() = default;
 ReconcileResult Reconciler::reconcile(const std::string& ns, const std::string& name) {
   const ObjectRef ref{Kind::StatefulSet, ns, name};
   tracked_kube_.forget();
+  if (tracked_cached_) tracked_cached_->forget();
   ReconcileResult result = reconcile_tracked(ref);
   report_denial(ref, result);
   return result;
@@ -435,7 +453,13 @@ ReconcileResult Reconciler::reconcile(const std::string& ns, const std::string& 
 
 void Reconciler::report_denial(const ObjectRef& ref, ReconcileResult& result) {
   const std::string key = ref.ns + "/" + ref.name;
-  const auto& denial = tracked_kube_.last_denial();
+  // The steps' calls go through either port: the denial is the one the retry's message quotes.
+  const auto& live_denial = tracked_kube_.last_denial();
+  const auto& denial = tracked_cached_ && tracked_cached_->last_denial() &&
+                               (!live_denial || result.message.find(live_denial->server_message) ==
+                                                    std::string::npos)
+                           ? tracked_cached_->last_denial()
+                           : live_denial;
   // Only a denial that is the cause of the retry: a tolerated one (StorageClasses in a
   // namespace-scoped installation) is followed by other work, whose own error this would be.
   const bool caused_retry = result.is(ReconcileResult::Kind::Retry) && denial &&

@@ -10,6 +10,7 @@
 // Lives in states/ because it drives the steps and the machine; engine/ stays free of both.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/fold.h"
@@ -42,8 +43,16 @@ class Reconciler {
  public:
   // `listener` (not owned; must outlive the Reconciler) is told of every operation that begins
   // and ends; nullptr: nobody.
+  //
+  // `cached_reads` (not owned; nullptr: none) is the same cluster with reads that may be a
+  // moment old (the controller's informer caches, adapters/controller/cached_reads.h) and writes
+  // passed through. Steps then read through it, except that a step about to delete a claim or a
+  // volume, or to change a volume, is stopped before it acts (its intent is not journaled) and
+  // run again at once on `kube`'s live reads: a destructive act is decided on the cluster as it
+  // is, and a step that only waits costs no request.
   Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock, EventRecorder& events,
-             EngineSettings settings = {}, OperationListener* listener = nullptr);
+             EngineSettings settings = {}, OperationListener* listener = nullptr,
+             Kubernetes* cached_reads = nullptr);
   ~Reconciler();
 
   // When the StatefulSet does not exist, looks for the ConfigMap naming::definition_config_map
@@ -70,6 +79,8 @@ class Reconciler {
 
   DenialTrackingKubernetes tracked_kube_;  // every call the engine makes goes through it
   Kubernetes& kube_;                       // = tracked_kube_
+  // The steps' cached reads, when given (else kube_), also tracked for denials.
+  std::unique_ptr<DenialTrackingKubernetes> tracked_cached_;
   Journal& journal_;
   const Clock& clock_;
   EventRecorder& events_;

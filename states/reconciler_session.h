@@ -53,6 +53,13 @@ inline std::string state_annotation_of(const Json& statefulset) {
 }  // namespace results
 using namespace results;
 
+// An act that can lose data when decided on a view a moment old: deleting a claim or a volume,
+// changing a volume (its reclaim policy, its claimRef). Such an act is decided on live reads.
+inline bool destroys_data(std::string_view action, Kind kind) {
+  if (kind == Kind::PersistentVolume) return action != "create";
+  return kind == Kind::PersistentVolumeClaim && action == "delete";
+}
+
 // One reconcile of one StatefulSet: the operation as it stands, the latest StatefulSet, and the
 // journal stream, kept in step.
 class Reconciler::Session final : public StepJournal {
@@ -68,6 +75,11 @@ class Reconciler::Session final : public StepJournal {
 
   std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                           std::string_view detail) override {
+    if (reading_cached_ && destroys_data(action, target.kind)) {
+      live_reads_wanted_ = true;
+      return std::unexpected(std::string{action} + " " + to_string(target) +
+                             " is decided on live reads: the step runs again on them");
+    }
     return append_all({entries::ActionIntended{op_.phase, std::string{action}, to_string(target),
                                                std::string{detail}}});
   }
@@ -204,6 +216,10 @@ class Reconciler::Session final : public StepJournal {
   // Set by take_retry: the next annotation write removes the label stsresize.dev/failed, and
   // begin() names the operation retried and who asked.
   bool clear_failed_label_ = false;
+  // The step running now reads through the caches (Reconciler's cached_reads); it asked to act
+  // destructively on them, so it runs again on live reads before anything else.
+  bool reading_cached_ = false;
+  bool live_reads_wanted_ = false;
   std::optional<std::pair<std::string, std::string>> retry_of_;  // operation, by
   // Set by take_retry: the replica count the retried operation started from, which the new one
   // keeps (the StatefulSet may still be at 0 if the failed operation could not scale back).

@@ -79,6 +79,7 @@ struct Controller::Informers {
 Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
                        EventRecorder& events, ControllerOptions options)
     : kube_(kube),
+      cached_reads_(std::make_unique<CachedReads>(kube)),
       journal_(journal),
       clock_(clock),
       events_(events),
@@ -113,6 +114,18 @@ Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
   informers_->configmaps = informer(Kind::ConfigMap, options_.ns, ours);
   if (options_.watch_storage_classes) {
     informers_->storage_classes = informer(Kind::StorageClass, "", "");
+  }
+  // The steps' reads of these kinds (StatefulSets, whose cached copy lacks the pod template, are
+  // read live: a step's update starts from the object it read; pods and volumes are not cached).
+  auto serve = [&](Kind kind, runtime::Informer* informer, bool whole) {
+    cached_reads_->serve(
+        kind, informer->store(), [informer] { return informer->has_synced(); }, whole);
+  };
+  serve(Kind::PersistentVolumeClaim, informers_->claims.get(), /*whole=*/true);
+  serve(Kind::Job, informers_->jobs.get(), /*whole=*/false);
+  serve(Kind::ConfigMap, informers_->configmaps.get(), /*whole=*/false);
+  if (informers_->storage_classes) {
+    serve(Kind::StorageClass, informers_->storage_classes.get(), /*whole=*/true);
   }
 
   informers_->statefulsets->add_handler(
@@ -293,9 +306,9 @@ class Controller::ReconcilerPool {
       }
     }
     if (!reconciler) {
-      reconciler =
-          std::make_unique<Reconciler>(owner_.kube_, owner_.journal_, owner_.clock_, owner_.events_,
-                                       owner_.options_.engine, owner_.options_.operation_listener);
+      reconciler = std::make_unique<Reconciler>(
+          owner_.cached_reads_->live(), owner_.journal_, owner_.clock_, owner_.events_,
+          owner_.options_.engine, owner_.options_.operation_listener, owner_.cached_reads_.get());
     }
     ReconcileResult result = reconciler->reconcile(ns, name);
     std::lock_guard lock(mutex_);

@@ -2,8 +2,10 @@
 // The controller: informer caches, the filter (attention.h), a work queue and a bounded pool of
 // workers, each running the engine's Reconciler on the keys it is handed.
 //
-// Reads that decide anything are made by the Reconciler against the API server; the caches
-// only decide *whether* to reconcile, so the cost of an idle cluster is its watches. Keys:
+// The caches decide *whether* to reconcile, so the cost of an idle cluster is its watches; the
+// Reconciler's steps then read claims, Jobs, ConfigMaps and StorageClasses from them too
+// (cached_reads.h: a key this process wrote is read live until the cache shows the write), and
+// read live the StatefulSet, pods, volumes, and everything a destructive act is decided on. Keys:
 // "namespace/name" of a StatefulSet. They come from StatefulSet events that pass the filter,
 // and from the objects an operation creates (copy Jobs and their Pods, labelled
 // stsresize.dev/statefulset; the StatefulSet definition ConfigMap of an explicit request),
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "adapters/controller/attention.h"
+#include "adapters/controller/cached_reads.h"
 #include "adapters/metrics/metrics.h"
 #include "engine/ports/clock.h"
 #include "engine/ports/event_recorder.h"
@@ -105,6 +108,7 @@ class Controller {
   class ReconcilerPool;
 
   Kubernetes& kube_;
+  std::unique_ptr<CachedReads> cached_reads_;  // the Reconcilers' port: kube_ and the caches
   Journal& journal_;
   const Clock& clock_;
   EventRecorder& events_;

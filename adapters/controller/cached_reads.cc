@@ -1,0 +1,327 @@
+#include "adapters/controller/cached_reads.h"
+
+#include <charconv>
+#include <optional>
+
+#include "adapters/runtime/informer.h"
+#include "engine/k8s_objects.h"
+
+namespace stsresize {
+
+namespace {
+
+std::string key_of(const ObjectRef& ref) {
+  return std::string{to_string(ref.kind)} + "/" + ref.ns + "/" + ref.name;
+}
+
+std::string key_prefix(Kind kind, const std::string& ns) {
+  return std::string{to_string(kind)} + "/" + ns + "/";
+}
+
+// kube-apiserver's resourceVersions are etcd revisions written in decimal; nullopt for anything
+// else (never met, only settled by agreement).
+std::optional<std::uint64_t> revision(const Json& object) {
+  const std::string text = k8s::resource_version(object).value_or("");
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string uid_of(const Json* object) {
+  return object != nullptr ? k8s::uid(*object).value_or("") : std::string{};
+}
+
+bool same_state(const Json* a, const Json* b) {
+  if (a == nullptr || b == nullptr) return a == b;
+  return uid_of(a) == uid_of(b) &&
+         k8s::resource_version(*a).value_or("") == k8s::resource_version(*b).value_or("x");
+}
+
+KubeError not_found(const ObjectRef& ref) {
+  return {KubeErrorCode::NotFound,
+          std::string{kind_info(ref.kind).plural} + " \"" + ref.name + "\" not found (cache)",
+          Duration{0}};
+}
+
+}  // namespace
+
+struct CachedReads::Cache {
+  const runtime::Store* store;
+  std::function<bool()> synced;
+  bool whole;
+};
+
+// What a write through this port leaves on its key until the cache shows it.
+struct CachedReads::Expectation {
+  enum class Kind { Written, Deleted, Refused };
+  Kind kind = Kind::Refused;
+  std::string uid;  // Written: the written object's; Deleted: the deleted one's ("" unknown)
+  std::optional<std::uint64_t> revision;  // Written: the written one; else the cache's then
+  bool cached_present = false;            // Deleted, Refused: what the cache held then
+  std::string cached_uid;
+  std::string cached_version;
+
+  bool met_by(const Json* cached) const {
+    switch (kind) {
+      case Kind::Written: {
+        if (cached == nullptr || uid_of(cached) != uid || !revision) return false;
+        const auto seen = stsresize::revision(*cached);
+        return seen && *seen >= *revision;
+      }
+      case Kind::Deleted: {
+        if (cached == nullptr) return true;
+        const std::string seen_uid = uid_of(cached);
+        if (!uid.empty() && seen_uid != uid) return true;
+        if (!cached_present) return false;  // it was not cached when deleted: wait for absence
+        if (seen_uid != cached_uid) return true;
+        const auto seen = stsresize::revision(*cached);
+        return k8s::is_being_deleted(*cached).value_or(false) && seen && revision &&
+               *seen > *revision;
+      }
+      case Kind::Refused:
+        if ((cached != nullptr) != cached_present) return true;
+        return cached != nullptr && (uid_of(cached) != cached_uid ||
+                                     k8s::resource_version(*cached).value_or("") != cached_version);
+    }
+    return false;
+  }
+};
+
+// live(): every read to the server; writes recorded by the owner.
+class CachedReads::Live final : public Kubernetes {
+ public:
+  explicit Live(CachedReads& owner) : owner_(owner) {}
+
+  KubeResult<Json> get(const ObjectRef& ref) override {
+    auto result = owner_.live_.get(ref);
+    if (const Cache* cache = owner_.cache_for(ref.kind)) {
+      const auto cached = owner_.cached(*cache, ref);
+      owner_.agree(ref, result ? &*result : nullptr, cached.get());
+    }
+    return result;
+  }
+  KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                              const ListOptions& options) override {
+    return owner_.live_.list(kind, ns, options);
+  }
+  KubeResult<Json> create(Kind kind, const Json& object) override {
+    return owner_.create(kind, object);
+  }
+  KubeResult<Json> update(Kind kind, const Json& object) override {
+    return owner_.update(kind, object);
+  }
+  KubeResult<Json> update_status(Kind kind, const Json& object) override {
+    return owner_.update_status(kind, object);
+  }
+  KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override {
+    return owner_.patch(ref, type, patch);
+  }
+  KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options) override {
+    return owner_.remove(ref, options);
+  }
+  KubeResult<Json> get_scale(const ObjectRef& ref) override { return owner_.get_scale(ref); }
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override {
+    return owner_.update_scale(ref, replicas, resource_version);
+  }
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override {
+    return owner_.watch(kind, ns, options, std::move(stop), handler);
+  }
+
+ private:
+  CachedReads& owner_;
+};
+
+CachedReads::CachedReads(Kubernetes& live)
+    : live_(live), live_view_(std::make_unique<Live>(*this)) {}
+
+CachedReads::~CachedReads() = default;
+
+void CachedReads::serve(Kind kind, const runtime::Store& store, std::function<bool()> synced,
+                        bool whole) {
+  caches_[kind] = std::make_unique<Cache>(Cache{&store, std::move(synced), whole});
+}
+
+Kubernetes& CachedReads::live() {
+  return *live_view_;
+}
+
+std::uint64_t CachedReads::cache_hits() const {
+  std::lock_guard lock(mutex_);
+  return hits_;
+}
+
+std::uint64_t CachedReads::live_after_write() const {
+  std::lock_guard lock(mutex_);
+  return live_after_write_;
+}
+
+const CachedReads::Cache* CachedReads::cache_for(Kind kind) const {
+  auto found = caches_.find(kind);
+  if (found == caches_.end() || !found->second->synced()) return nullptr;
+  return found->second.get();
+}
+
+std::shared_ptr<const Json> CachedReads::cached(const Cache& cache, const ObjectRef& ref) const {
+  return cache.store->get(is_namespaced(ref.kind) ? ref.ns : std::string{}, ref.name);
+}
+
+bool CachedReads::settled(const ObjectRef& ref, const Json* cached) {
+  std::lock_guard lock(mutex_);
+  auto found = expectations_.find(key_of(ref));
+  if (found == expectations_.end()) return true;
+  if (!found->second.met_by(cached)) return false;
+  expectations_.erase(found);
+  return true;
+}
+
+bool CachedReads::any_unsettled(Kind kind, const std::string& ns) {
+  std::lock_guard lock(mutex_);
+  const std::string prefix = key_prefix(kind, ns);
+  auto it = expectations_.lower_bound(prefix);
+  return it != expectations_.end() && it->first.starts_with(prefix);
+}
+
+void CachedReads::agree(const ObjectRef& ref, const Json* live_object, const Json* cached) {
+  if (!same_state(live_object, cached)) return;
+  std::lock_guard lock(mutex_);
+  expectations_.erase(key_of(ref));
+}
+
+void CachedReads::expect(const ObjectRef& ref, const Json* written, const KubeError* error,
+                         const std::string& deleted_uid) {
+  const Cache* cache = cache_for(ref.kind);
+  if (cache == nullptr) return;  // read live anyway
+  if (error != nullptr && error->code != KubeErrorCode::Conflict &&
+      error->code != KubeErrorCode::AlreadyExists && error->code != KubeErrorCode::NotFound) {
+    return;  // nothing happened, and nothing says the cache is behind
+  }
+  const auto now = cached(*cache, ref);
+  Expectation expectation;
+  if (written != nullptr) {
+    expectation.kind = Expectation::Kind::Written;
+    expectation.uid = uid_of(written);
+    expectation.revision = revision(*written);
+  } else {
+    expectation.kind = error == nullptr ? Expectation::Kind::Deleted : Expectation::Kind::Refused;
+    expectation.uid = deleted_uid.empty() ? uid_of(now.get()) : deleted_uid;
+    expectation.cached_present = now != nullptr;
+    expectation.cached_uid = uid_of(now.get());
+    if (now) {
+      expectation.revision = revision(*now);
+      expectation.cached_version = k8s::resource_version(*now).value_or("");
+    }
+  }
+  std::lock_guard lock(mutex_);
+  expectations_.insert_or_assign(key_of(ref), std::move(expectation));
+}
+
+KubeResult<Json> CachedReads::recorded(const ObjectRef& ref, KubeResult<Json> result) {
+  if (result) {
+    expect(ref, &*result, nullptr);
+  } else {
+    expect(ref, nullptr, &result.error());
+  }
+  return result;
+}
+
+KubeResult<Json> CachedReads::get(const ObjectRef& ref) {
+  const Cache* cache = cache_for(ref.kind);
+  if (cache == nullptr) return live_.get(ref);
+  const auto object = cached(*cache, ref);
+  if (settled(ref, object.get())) {
+    // Absent from a cache filtered by a label is absent or not ours: a create then meets the
+    // object (AlreadyExists), and the key is read live from then on.
+    std::lock_guard lock(mutex_);
+    ++hits_;
+    if (!object) return std::unexpected(not_found(ref));
+    return *object;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++live_after_write_;
+  }
+  auto result = live_.get(ref);
+  agree(ref, result ? &*result : nullptr, object.get());
+  return result;
+}
+
+KubeResult<ObjectList> CachedReads::list(Kind kind, const std::string& ns,
+                                         const ListOptions& options) {
+  const Cache* cache = cache_for(kind);
+  const bool answerable = cache != nullptr && cache->whole && options.label_selector.empty() &&
+                          options.field_selector.empty() && options.limit == 0 &&
+                          options.continue_token.empty();
+  if (!answerable) return live_.list(kind, ns, options);
+  if (any_unsettled(kind, ns)) {
+    {
+      std::lock_guard lock(mutex_);
+      ++live_after_write_;
+    }
+    auto listed = live_.list(kind, ns, options);
+    if (listed) {
+      // Settle what the live list shows the cache agrees with, so that lists after it need not
+      // go live again.
+      for (const Json& item : listed->items) {
+        const ObjectRef ref = ref_of(kind, item);
+        const auto object = cached(*cache, ref);
+        if (!settled(ref, object.get())) agree(ref, &item, object.get());
+      }
+    }
+    return listed;
+  }
+  ObjectList result;
+  cache->store->visit(is_namespaced(kind) ? ns : std::string{},
+                      [&](const Json& object) { result.items.push_back(object); });
+  std::lock_guard lock(mutex_);
+  ++hits_;
+  return result;
+}
+
+KubeResult<Json> CachedReads::create(Kind kind, const Json& object) {
+  return recorded(ref_of(kind, object), live_.create(kind, object));
+}
+
+KubeResult<Json> CachedReads::update(Kind kind, const Json& object) {
+  return recorded(ref_of(kind, object), live_.update(kind, object));
+}
+
+KubeResult<Json> CachedReads::update_status(Kind kind, const Json& object) {
+  return recorded(ref_of(kind, object), live_.update_status(kind, object));
+}
+
+KubeResult<Json> CachedReads::patch(const ObjectRef& ref, PatchType type, const Json& patch) {
+  return recorded(ref, live_.patch(ref, type, patch));
+}
+
+KubeResult<void> CachedReads::remove(const ObjectRef& ref, const DeleteOptions& options) {
+  auto result = live_.remove(ref, options);
+  if (result) {
+    expect(ref, nullptr, nullptr, options.uid.value_or(""));
+  } else {
+    expect(ref, nullptr, &result.error());
+  }
+  return result;
+}
+
+KubeResult<Json> CachedReads::get_scale(const ObjectRef& ref) {
+  return live_.get_scale(ref);
+}
+
+KubeResult<Json> CachedReads::update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                           const std::string& resource_version) {
+  auto result = live_.update_scale(ref, replicas, resource_version);
+  // A Scale is not the object it scales: wait for the cache to show any change.
+  const KubeError changed{KubeErrorCode::Conflict, {}, Duration{0}};
+  expect(ref, nullptr, result ? &changed : &result.error());
+  return result;
+}
+
+KubeResult<void> CachedReads::watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                                    std::stop_token stop, const WatchHandler& handler) {
+  return live_.watch(kind, ns, options, std::move(stop), handler);
+}
+
+}  // namespace stsresize

@@ -1,0 +1,107 @@
+#pragma once
+// The Kubernetes port with reads answered from the controller's informer caches where a cache
+// can answer them, as controller-runtime's cached client does: a reconcile that only looks
+// (a copy still running, a claim not yet Bound) then costs no request at all. Writes go to the
+// API server, unchanged.
+//
+// What a cache answers: a get of a kind it holds, and a list of a kind it holds whole (no
+// selector on the informer) with no selector, limit or continue token in the request. A cache
+// filtered by a label (Jobs, ConfigMaps labelled stsresize.dev/statefulset) does not hold every
+// object: absent there means absent or not ours, and a step finds the difference by creating
+// one (AlreadyExists), after which that key is read live (below). Anything else is read live:
+// other kinds, selected lists, a cache not synced.
+//
+// A cache is a moment behind the server, which is harmless for a read that waits (it is woken
+// again by the event that brings the change) but not for reading one's own writes: a step that
+// created a Job and looks again must see it. So every write made through this port (or through
+// live(), which reads live but records writes the same way) leaves an expectation on its key,
+// and the key is read live until the cache shows it met:
+//   created, updated or patched   the cache holds the written object (same uid) at a
+//                                 resourceVersion at least the written one;
+//   deleted                       the cache no longer holds the object deleted (absent, or
+//                                 another uid), or holds it being deleted at a newer version;
+//   refused (Conflict, AlreadyExists, NotFound)  the cache changed since: it was behind, or
+//                                 the object lies outside what it holds.
+// A live read that finds the same object at the same version as the cache (or both absent)
+// also settles the key. resourceVersions are compared as the integers kube-apiserver makes of
+// etcd's revisions; one that is not an integer never counts as met, so such a key is settled
+// only by agreement, reading live meanwhile.
+//
+// Reads that decide a destructive act are never made here: the Reconciler runs such a step
+// again on live reads (states/reconciler.cc) before it acts.
+//
+// Thread-safe: the controller's workers share one.
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/ports/kubernetes.h"
+
+namespace stsresize {
+
+namespace runtime {
+class Store;
+}
+
+class CachedReads final : public Kubernetes {
+ public:
+  explicit CachedReads(Kubernetes& live);
+  ~CachedReads() override;
+
+  // Reads of `kind` may come from `store` once `synced()` is true. `whole`: the cache holds
+  // every object of the kind in the watched namespaces (no label selector), so that absence
+  // and unselected lists can be answered from it.
+  void serve(Kind kind, const runtime::Store& store, std::function<bool()> synced, bool whole);
+
+  // The same port with every read live; its writes leave their expectations here too.
+  Kubernetes& live();
+
+  // For tests and /metrics: reads answered from a cache, and read live because of a write.
+  std::uint64_t cache_hits() const;
+  std::uint64_t live_after_write() const;
+
+  KubeResult<Json> get(const ObjectRef& ref) override;
+  KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                              const ListOptions& options = {}) override;
+  KubeResult<Json> create(Kind kind, const Json& object) override;
+  KubeResult<Json> update(Kind kind, const Json& object) override;
+  KubeResult<Json> update_status(Kind kind, const Json& object) override;
+  KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
+  KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<Json> get_scale(const ObjectRef& ref) override;
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override;
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override;
+
+ private:
+  struct Cache;
+  struct Expectation;
+  class Live;
+
+  const Cache* cache_for(Kind kind) const;  // null: not served, or not synced
+  // The cached object of `ref` (null: absent).
+  std::shared_ptr<const Json> cached(const Cache& cache, const ObjectRef& ref) const;
+  // After a write to `ref`: `written` is the object the server returned (null for a delete or
+  // a refusal), `error` the refusal, if any. `deleted_uid`: a delete's uid precondition.
+  void expect(const ObjectRef& ref, const Json* written, const KubeError* error,
+              const std::string& deleted_uid = {});
+  KubeResult<Json> recorded(const ObjectRef& ref, KubeResult<Json> result);
+  // True when no write to `ref` awaits the cache (settling met expectations on the way).
+  bool settled(const ObjectRef& ref, const Json* cached);
+  bool any_unsettled(Kind kind, const std::string& ns);
+  // A live read's outcome agrees with the cache: the key's expectation is settled.
+  void agree(const ObjectRef& ref, const Json* live_object, const Json* cached);
+
+  Kubernetes& live_;
+  std::unique_ptr<Live> live_view_;
+  std::map<Kind, std::unique_ptr<Cache>> caches_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Expectation> expectations_;  // by key_of(ref)
+  std::uint64_t hits_ = 0;
+  std::uint64_t live_after_write_ = 0;
+};
+
+}  // namespace stsresize

@@ -1,0 +1,191 @@
+// The Reconciler's steps reading through caches a moment behind the cluster (the controller's
+// CachedReads over its informers): a resize completes as on live reads, with far fewer reads,
+// and an act that can lose data is decided on live reads, not on what the cache still shows.
+#include <gtest/gtest.h>
+
+#include "adapters/controller/cached_reads.h"
+#include "adapters/journal/memory_journal.h"
+#include "adapters/runtime/informer.h"
+#include "engine/annotations.h"
+#include "engine/cached_fields.h"
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
+#include "engine/operation_codec.h"
+#include "engine/vocabulary.h"
+#include "states/reconciler.h"
+#include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+// The controller's caches, refreshed only when the test says: what the informers hold, trimmed
+// as they trim it, filtered as they filter it.
+struct LaggingCaches {
+  explicit LaggingCaches(FakeKubernetes& kube) : kube(kube), reads(kube) {
+    reads.serve(
+        Kind::PersistentVolumeClaim, claims, [] { return true; }, true);
+    reads.serve(
+        Kind::Job, jobs, [] { return true; }, false);
+    reads.serve(
+        Kind::ConfigMap, config_maps, [] { return true; }, false);
+    reads.serve(
+        Kind::StorageClass, classes, [] { return true; }, true);
+    refresh();
+  }
+
+  void refresh() {
+    fill(claims, Kind::PersistentVolumeClaim, false);
+    fill(jobs, Kind::Job, true);
+    fill(config_maps, Kind::ConfigMap, true);
+    fill(classes, Kind::StorageClass, false);
+  }
+
+  FakeKubernetes& kube;
+  runtime::Store claims, jobs, config_maps, classes;
+  CachedReads reads;
+
+ private:
+  void fill(runtime::Store& store, Kind kind, bool labelled) {
+    std::map<std::string, runtime::Store::Entry> entries;
+    for (const Json& object : kube.list_raw(kind)) {
+      if (labelled && !k8s::label(object, kStatefulSetLabel).value_or(std::nullopt)) continue;
+      const std::string ns = k8s::namespace_of(object).value_or("");
+      const std::string name = k8s::name(object).value_or("");
+      entries[ns.empty() ? name : ns + "/" + name] =
+          runtime::Store::pack(trim_for_cache(kind, object));
+    }
+    store.replace(std::move(entries));
+  }
+};
+
+// Reconciles until idle, the caches catching up every `lag` reconciles (the informers' events
+// come before the reconcile they wake; a step's own writes are read before the cache has them).
+ReconcileResult run_lagging(Reconciler& reconciler, ResizeWorld& world, LaggingCaches& caches,
+                            int lag, int limit) {
+  ReconcileResult result;
+  for (int round = 0; round < limit; ++round) {
+    result = reconciler.reconcile(kNs, kSts);
+    if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) {
+      return result;
+    }
+    world.settle(2);
+    if (round % lag == 0) caches.refresh();
+  }
+  ADD_FAILURE() << "not at rest after " << limit << " reconciles: " << result.message;
+  return result;
+}
+
+void expect_resized_with_every_file(const ResizeWorld& world) {
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(k8s::annotation(sts, kStateAnnotation)->has_value());
+  EXPECT_EQ(sts["spec"]["replicas"], kReplicas);
+  for (const std::string& name : world.claim_names()) {
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("2Gi")) << name;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)),
+              std::optional{world.original_files.at(name)})
+        << name;
+  }
+}
+
+class StaleCache : public ::testing::TestWithParam<bool> {};  // rebind path, or two copies
+
+TEST_P(StaleCache, AResizeOnCachesAReconcileBehindCompletesWithEveryFileAndFewerReads) {
+  EngineSettings settings;
+  settings.rebind = GetParam();
+
+  // The same resize on live reads only, for the count.
+  ResizeWorld live_world;
+  live_world.seed(/*expandable=*/false);
+  MemoryJournal live_journal;
+  Reconciler live_reconciler{live_world.kube, live_journal, live_world.clock, live_world.events,
+                             settings};
+  reconcile_to_idle(live_reconciler, live_world, 200);
+  expect_resized_with_every_file(live_world);
+
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);
+  LaggingCaches caches{world.kube};
+  MemoryJournal journal;
+  Reconciler reconciler{caches.reads.live(), journal, world.clock, world.events, settings, nullptr,
+                        &caches.reads};
+  const ReconcileResult result = run_lagging(reconciler, world, caches, 1, 300);
+  ASSERT_TRUE(result.is(ReconcileResult::Kind::Idle)) << result.message;
+  expect_resized_with_every_file(world);
+  auto last = k8s::annotation(world.live_sts(), kLastOperationAnnotation);
+  ASSERT_TRUE(last && last->has_value());
+  EXPECT_NE((*last)->find("Completed"), std::string::npos) << **last;
+
+  const int live_reads = live_world.kube.calls(Verb::Get, Kind::PersistentVolumeClaim) +
+                         live_world.kube.calls(Verb::Get, Kind::Job);
+  const int reads = world.kube.calls(Verb::Get, Kind::PersistentVolumeClaim) +
+                    world.kube.calls(Verb::Get, Kind::Job);
+  EXPECT_GT(caches.reads.cache_hits(), 0u);
+  // A third fewer at least (about half, here): what remains is the steps that act destructively
+  // run again on live reads, and the reads of keys just written, before the cache shows them.
+  EXPECT_LT(reads * 3, live_reads * 2)
+      << "claims and Jobs read: " << reads << " with caches, " << live_reads << " without";
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, StaleCache, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Rebind" : "TwoCopies"; });
+
+// Someone deletes a backup claim after it was verified, before Recreating deletes the sources.
+// The caches still show it Bound and ours; deleting a source on that view would leave its data
+// nowhere. The delete is decided on live reads: the backup is seen going, nothing is deleted,
+// and the operation scales back with every source intact.
+TEST(StaleCacheSafety, ASourceIsNotDeletedOnACachedViewOfABackupSomeoneDeleted) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);
+  LaggingCaches caches{world.kube};
+  MemoryJournal journal;
+  Reconciler reconciler{caches.reads.live(), journal, world.clock,  world.events,
+                        two_copies(),        nullptr, &caches.reads};
+  std::map<std::string, std::string> uids;
+  for (const std::string& name : world.claim_names()) {
+    uids[name] = *k8s::uid(*world.kube.get_raw(world.claim(name)));
+  }
+
+  // Until every backup is verified and Recreating is next, the caches keeping up.
+  set_mode(world, "manual");
+  for (int i = 0; i < 30; ++i) {
+    run_lagging(reconciler, world, caches, 1, 100);
+    auto waiting = awaiting(world);
+    ASSERT_TRUE(waiting) << "nothing waits";
+    if (waiting->from == Phase::BackingUp) break;
+    ASSERT_TRUE(approve_waiting(world, "alice", "approve-" + std::to_string(i)));
+  }
+  ASSERT_EQ(awaiting(world)->from, Phase::BackingUp);
+  caches.refresh();
+
+  // The backup of data-web-0 goes; the caches never hear of it from here on.
+  const std::string victim = naming::claim_name("data", kSts, 0);  // the first source deleted
+  ASSERT_TRUE(world.kube.system().remove(world.claim(naming::backup_claim(victim))));
+  world.settle(3);
+  ASSERT_TRUE(approve_waiting(world, "alice", "approve-recreate"));
+  for (int round = 0; round < 60; ++round) {
+    const ReconcileResult result = reconciler.reconcile(kNs, kSts);
+    if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) break;
+    world.settle(2);
+    if (awaiting(world)) {
+      ASSERT_TRUE(approve_waiting(world, "alice", "a-" + std::to_string(round)));
+    }
+  }
+
+  for (const std::string& name : world.claim_names()) {
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name << " was deleted on a cached view";
+    EXPECT_EQ(*k8s::uid(*pvc), uids.at(name)) << name;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)),
+              std::optional{world.original_files.at(name)})
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace stsresize

@@ -1,0 +1,265 @@
+#include "adapters/controller/cached_reads.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "adapters/clock/manual_clock.h"
+#include "adapters/fake/fake_kubernetes.h"
+#include "adapters/runtime/informer.h"
+#include "engine/k8s_objects.h"
+
+namespace stsresize {
+namespace {
+
+constexpr const char* kNs = "shop";
+
+// The live side, counting the reads that reach it.
+class CountingReads final : public Kubernetes {
+ public:
+  explicit CountingReads(Kubernetes& inner) : inner_(inner) {}
+  int gets = 0;
+  int lists = 0;
+
+  KubeResult<Json> get(const ObjectRef& ref) override {
+    ++gets;
+    return inner_.get(ref);
+  }
+  KubeResult<ObjectList> list(Kind kind, const std::string& ns,
+                              const ListOptions& options) override {
+    ++lists;
+    return inner_.list(kind, ns, options);
+  }
+  KubeResult<Json> create(Kind kind, const Json& object) override {
+    return inner_.create(kind, object);
+  }
+  KubeResult<Json> update(Kind kind, const Json& object) override {
+    return inner_.update(kind, object);
+  }
+  KubeResult<Json> update_status(Kind kind, const Json& object) override {
+    return inner_.update_status(kind, object);
+  }
+  KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override {
+    return inner_.patch(ref, type, patch);
+  }
+  KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options) override {
+    return inner_.remove(ref, options);
+  }
+  KubeResult<Json> get_scale(const ObjectRef& ref) override { return inner_.get_scale(ref); }
+  KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
+                                const std::string& resource_version) override {
+    return inner_.update_scale(ref, replicas, resource_version);
+  }
+  KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
+                         std::stop_token stop, const WatchHandler& handler) override {
+    return inner_.watch(kind, ns, options, std::move(stop), handler);
+  }
+
+ private:
+  Kubernetes& inner_;
+};
+
+Json claim(const std::string& name) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "PersistentVolumeClaim"},
+      {"metadata", {{"name", name}, {"namespace", kNs}}},
+      {"spec",
+       {{"accessModes", {"ReadWriteOnce"}}, {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}};
+}
+
+// A ConfigMap stands for every kind cached only when labelled (Jobs, ConfigMaps): the fake
+// validates it least.
+Json labelled(const std::string& name, bool ours) {
+  Json object = {{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata", {{"name", name}, {"namespace", kNs}}},
+                 {"data", {{"k", "v"}}}};
+  if (ours) object["metadata"]["labels"] = {{"stsresize.dev/statefulset", "web"}};
+  return object;
+}
+
+// A cache the test moves by hand: what an informer would hold, a moment behind the server.
+struct World {
+  ManualClock clock;
+  FakeKubernetes server{clock};
+  CountingReads live{server};
+  runtime::Store claims;
+  runtime::Store ours;  // filtered by the label
+  std::atomic<bool> synced{true};
+  CachedReads reads{live};
+
+  World() {
+    reads.serve(
+        Kind::PersistentVolumeClaim, claims, [this] { return synced.load(); }, true);
+    reads.serve(
+        Kind::ConfigMap, ours, [this] { return synced.load(); }, false);
+  }
+  // The informer catches up on `ref` (or learns it is gone).
+  void catch_up(runtime::Store& store, const ObjectRef& ref) {
+    const std::string key = ref.ns + "/" + ref.name;
+    if (auto now = server.get_raw(ref)) {
+      store.put(key, *now);
+    } else {
+      store.erase(key);
+    }
+  }
+};
+
+TEST(CachedReads, ReadsOfACaughtUpCacheCostNoRequest) {
+  World w;
+  ASSERT_TRUE(w.server.create(Kind::PersistentVolumeClaim, claim("data-web-0")));
+  const ObjectRef ref{Kind::PersistentVolumeClaim, kNs, "data-web-0"};
+  w.catch_up(w.claims, ref);
+
+  auto got = w.reads.get(ref);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(k8s::name(*got).value_or(""), "data-web-0");
+  auto missing = w.reads.get({Kind::PersistentVolumeClaim, kNs, "data-web-9"});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, KubeErrorCode::NotFound);
+  auto listed = w.reads.list(Kind::PersistentVolumeClaim, kNs, {});
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->items.size(), 1u);
+  EXPECT_EQ(w.live.gets + w.live.lists, 0);
+  EXPECT_EQ(w.reads.cache_hits(), 3u);
+}
+
+TEST(CachedReads, SelectedListsUnsyncedCachesAndUncachedKindsAreReadLive) {
+  World w;
+  ListOptions selected;
+  selected.label_selector = "app=web";
+  ASSERT_TRUE(w.reads.list(Kind::PersistentVolumeClaim, kNs, selected));
+  ASSERT_TRUE(w.reads.list(Kind::ConfigMap, kNs, {}));  // a filtered cache is not every one
+  (void)w.reads.get({Kind::Pod, kNs, "web-0"});
+  w.synced = false;
+  (void)w.reads.get({Kind::PersistentVolumeClaim, kNs, "data-web-0"});
+  EXPECT_EQ(w.live.lists, 2);
+  EXPECT_EQ(w.live.gets, 2);
+  EXPECT_EQ(w.reads.cache_hits(), 0u);
+}
+
+TEST(CachedReads, AnObjectWrittenHereIsReadLiveUntilTheCacheShowsTheWrite) {
+  World w;
+  const ObjectRef ref{Kind::ConfigMap, kNs, "stsresize-web-definition"};
+  ASSERT_TRUE(w.reads.create(Kind::ConfigMap, labelled(ref.name, true)));
+
+  // The cache has not seen the create: a cached read would say NotFound, and the step would
+  // create it again.
+  auto got = w.reads.get(ref);
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(w.live.gets, 1);
+
+  w.catch_up(w.ours, ref);
+  ASSERT_TRUE(w.reads.get(ref));
+  ASSERT_TRUE(w.reads.get(ref));
+  EXPECT_EQ(w.live.gets, 1) << "the cache holds the write: read from it";
+
+  // Deleted here: live until the cache loses it.
+  ASSERT_TRUE(w.reads.remove(ref, {}));
+  auto gone = w.reads.get(ref);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, KubeErrorCode::NotFound);
+  EXPECT_EQ(w.live.gets, 2);
+  w.catch_up(w.ours, ref);
+  ASSERT_FALSE(w.reads.get(ref));
+  EXPECT_EQ(w.live.gets, 2);
+}
+
+TEST(CachedReads, AnUpdateIsMetOnlyByTheWrittenVersionOrANewerOne) {
+  World w;
+  const ObjectRef ref{Kind::PersistentVolumeClaim, kNs, "data-web-0"};
+  ASSERT_TRUE(w.server.create(Kind::PersistentVolumeClaim, claim(ref.name)));
+  w.catch_up(w.claims, ref);
+  const Json patch = {{"metadata", {{"annotations", {{"a", "1"}}}}}};
+  ASSERT_TRUE(w.reads.patch(ref, PatchType::Merge, patch));
+
+  auto got = w.reads.get(ref);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(k8s::annotation(*got, "a").value_or(std::nullopt).value_or(""), "1");
+  // A list sees the write too while the cache is behind.
+  auto listed = w.reads.list(Kind::PersistentVolumeClaim, kNs, {});
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->items.size(), 1u);
+  EXPECT_EQ(k8s::annotation(listed->items[0], "a").value_or(std::nullopt).value_or(""), "1");
+  EXPECT_EQ(w.live.gets, 1);
+  EXPECT_EQ(w.live.lists, 1);
+
+  w.catch_up(w.claims, ref);
+  ASSERT_TRUE(w.reads.get(ref));
+  ASSERT_TRUE(w.reads.list(Kind::PersistentVolumeClaim, kNs, {}));
+  EXPECT_EQ(w.live.gets, 1);
+  EXPECT_EQ(w.live.lists, 1);
+}
+
+TEST(CachedReads, ADeleteIsNotMetByTheSameObjectStillCachedUnlessBeingDeletedSince) {
+  World w;
+  const ObjectRef ref{Kind::PersistentVolumeClaim, kNs, "data-web-0"};
+  Json with_finalizer = claim(ref.name);
+  with_finalizer["metadata"]["finalizers"] = {"kubernetes.io/pvc-protection"};
+  ASSERT_TRUE(w.server.create(Kind::PersistentVolumeClaim, with_finalizer));
+  w.catch_up(w.claims, ref);
+  const std::string uid = k8s::uid(*w.server.get_raw(ref)).value_or("");
+  DeleteOptions options;
+  options.uid = uid;
+  ASSERT_TRUE(w.reads.remove(ref, options));
+
+  auto got = w.reads.get(ref);  // live: being deleted, held by its finalizer
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(k8s::is_being_deleted(*got).value_or(false));
+  EXPECT_EQ(w.live.gets, 1);
+
+  w.catch_up(w.claims, ref);  // the cache shows it being deleted
+  auto cached = w.reads.get(ref);
+  ASSERT_TRUE(cached);
+  EXPECT_TRUE(k8s::is_being_deleted(*cached).value_or(false));
+  EXPECT_EQ(w.live.gets, 1);
+}
+
+TEST(CachedReads, ACreateRefusedForAnObjectTheCacheDoesNotHoldReadsThatKeyLive) {
+  World w;
+  // Someone else's object of our name, without our label: the filtered cache never holds it.
+  const ObjectRef ref{Kind::ConfigMap, kNs, "stsresize-web-definition"};
+  ASSERT_TRUE(w.server.create(Kind::ConfigMap, labelled(ref.name, false)));
+  auto first = w.reads.get(ref);
+  ASSERT_FALSE(first);  // absent from the cache: not ours
+  EXPECT_EQ(w.live.gets, 0);
+
+  auto created = w.reads.create(Kind::ConfigMap, labelled(ref.name, true));
+  ASSERT_FALSE(created);
+  EXPECT_EQ(created.error().code, KubeErrorCode::AlreadyExists);
+  for (int i = 0; i < 2; ++i) {
+    auto seen = w.reads.get(ref);
+    ASSERT_TRUE(seen) << "the step must see the object it collided with";
+    EXPECT_FALSE(k8s::label(*seen, "stsresize.dev/statefulset").value_or(std::nullopt));
+  }
+  EXPECT_EQ(w.live.gets, 2);
+}
+
+TEST(CachedReads, ALiveReadThatAgreesWithTheCacheSettlesTheKey) {
+  World w;
+  const ObjectRef ref{Kind::ConfigMap, kNs, "stsresize-web-definition"};
+  ASSERT_TRUE(w.reads.create(Kind::ConfigMap, labelled(ref.name, true)));
+  // Deleted by someone else before the cache saw it: the written object never shows.
+  ASSERT_TRUE(w.server.remove(ref, {}));
+  ASSERT_FALSE(w.reads.get(ref));
+  EXPECT_EQ(w.live.gets, 1);
+  ASSERT_FALSE(w.reads.get(ref));
+  EXPECT_EQ(w.live.gets, 1) << "live and cache agreed (both absent): settled";
+}
+
+TEST(CachedReads, LiveReadsAlwaysGoToTheServerAndTheirWritesAreExpectedToo) {
+  World w;
+  const ObjectRef ref{Kind::PersistentVolumeClaim, kNs, "data-web-0"};
+  ASSERT_TRUE(w.reads.live().create(Kind::PersistentVolumeClaim, claim(ref.name)));
+  ASSERT_TRUE(w.reads.get(ref)) << "written through live(): read live until cached";
+  EXPECT_EQ(w.live.gets, 1);
+  w.catch_up(w.claims, ref);
+  ASSERT_TRUE(w.reads.live().get(ref));
+  EXPECT_EQ(w.live.gets, 2);
+  ASSERT_TRUE(w.reads.get(ref));
+  EXPECT_EQ(w.live.gets, 2);
+}
+
+}  // namespace
+}  // namespace stsresize
