@@ -4,7 +4,8 @@
 // runs rsync, then writes a JSON summary of both trees to its termination message:
 //   {"v":1,"source":{"files":N,"bytes":B,"digest":"<sha256 hex>"},"destination":{...}}
 // where digest = sha256 of the sorted "sha256  ./relative/path" lines of every regular file
-// (sha256sum format). The controller deletes a source only when both sides are equal.
+// (sha256sum's format, made by `openssl dgst -sha256` where the image has OpenSSL). The
+// controller deletes a source only when both sides are equal.
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -38,7 +39,7 @@ std::string format_copy_summary(const CopySummary& summary);
 // The copy container's requests and limits, as Kubernetes quantities (CPU: "100m", "0.5";
 // memory: "128Mi"); empty: not set. Flags of `stsresize run`, which checks them.
 struct CopyJobResources {
-  // Enough to be scheduled next to busy pods; rsync and sha256sum use more on an idle node.
+  // Enough to be scheduled next to busy pods; rsync and the hashing use more on an idle node.
   std::string cpu_request = "100m";
   std::string memory_request = "128Mi";
   // None: a CPU limit only throttles a copy the application is waiting for.
@@ -98,9 +99,10 @@ struct CopyJobRequest {
 inline constexpr int kDoesNotFitExitCode = 5;
 
 // The shell script the container runs (POSIX sh as in busybox ash and dash; rsync, find,
-// xargs -0, stat, sort, sha256sum): rsync --info=progress2 <flags> /source/
-// /destination/, then, once rsync is done, summarises both trees at the same time (each read
-// once, its lists in /tmp) and writes the summary to /dev/termination-log. Exit status:
+// xargs -0, stat, sort, sed, and openssl or else sha256sum): rsync --info=progress2 <flags>
+// /source/ /destination/ while the source is summarised, then the destination once rsync is
+// done (each tree read once more, its lists in /tmp), and the summary written to
+// /dev/termination-log. Exit status:
 //   0      summary written, both sides equal;
 //   3      summary written, the sides differ (the Job fails, and its retries fail the same way);
 //   4      a side's summary failed (any of its stages, each checked on its own): no summary,
@@ -114,9 +116,10 @@ inline constexpr int kDoesNotFitExitCode = 5;
 //          "stsresize-copy: rsync failed with exit code N" (parse_copy_summary refuses it);
 //   other  the script could not go on (no scratch directory in /tmp...): no summary.
 // Only regular files are summarised (symlinks, directories and metadata are rsync's job). The
-// digest lines are sha256sum's own output, so the digest depends on the sha256sum
-// implementation for names containing '\' or a newline; both sides are always summarised by
-// the same one, so only the comparison of the two sides is meaningful.
+// digest lines are the tool's own output (OpenSSL's with its "*" turned into sha256sum's
+// second space), so the digest depends on the tool for names containing '\' or a newline; both
+// sides are always summarised by the same one, so only the comparison of the two sides (and of
+// two Jobs run from one image) is meaningful.
 std::string copy_script(const CopyJobSettings& settings);
 
 // A batch/v1 Job: labels stsresize.dev/operation=<id>, stsresize.dev/statefulset=<sts>,

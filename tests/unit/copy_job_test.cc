@@ -360,11 +360,14 @@ void write_file(const fs::path& path, std::string_view content) {
 }
 
 enum class Tool { Gnu, Busybox };
+// Which program hashes: sha256sum (GNU's or busybox's), or OpenSSL where the image has it.
+enum class Digest { Sha256sum, OpenSsl };
 
 // The summary the script must produce, computed from the files themselves: sha256sum lines
 // ("<hex>  ./<path>"; GNU escapes names holding '\' or a newline behind a leading '\', busybox
-// prints them raw), split into lines, sorted bytewise, hashed.
-TreeSummary expected_summary(const fs::path& root, Tool tool) {
+// prints them raw, OpenSSL 3 escapes only names holding a newline), split into lines, sorted
+// bytewise, hashed.
+TreeSummary expected_summary(const fs::path& root, Tool tool, Digest digest = Digest::Sha256sum) {
   TreeSummary out;
   std::string listing;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
@@ -373,10 +376,12 @@ TreeSummary expected_summary(const fs::path& root, Tool tool) {
     ++out.files;
     out.bytes += static_cast<std::int64_t>(content.size());
     const std::string name = "./" + fs::relative(entry.path(), root).string();
-    const bool escape = tool == Tool::Gnu && name.find_first_of("\\\n") != std::string::npos;
+    const bool escape = digest == Digest::OpenSsl
+                            ? name.find('\n') != std::string::npos
+                            : tool == Tool::Gnu && name.find_first_of("\\\n") != std::string::npos;
     std::string printed;
     for (char c : name) {
-      if (escape && c == '\\') {
+      if (escape && c == '\\' && digest == Digest::Sha256sum) {
         printed += "\\\\";
       } else if (escape && c == '\n') {
         printed += "\\n";
@@ -468,8 +473,19 @@ class CopyScriptRun : public ::testing::Test {
   }
 
   // shims: a directory whose programs come first on PATH (tools that fail on purpose).
+  // digest: Sha256sum hides the host's openssl from the script (a shim that is not there), as
+  // in an image without OpenSSL.
   RunResult run(const std::string& script, Tool tool, bool destination_read_only = false,
-                const fs::path& shims = {}) {
+                fs::path shims = {}, Digest digest = Digest::Sha256sum) {
+    if (digest == Digest::Sha256sum) {
+      if (shims.empty()) {
+        shims = dir_ / "shims";
+        fs::remove_all(shims);
+        fs::create_directories(shims);
+      }
+      write_file(shims / "openssl", "#!/bin/sh\nexit 127\n");
+      fs::permissions(shims / "openssl", fs::perms::owner_all);
+    }
     const fs::path log = dir_ / "termination-log";
     const fs::path output = dir_ / "output";
     write_file(log, "");
@@ -539,11 +555,19 @@ class CopyScriptRun : public ::testing::Test {
     const fs::path shims = dir_ / "shims";
     fs::remove_all(shims);
     fs::create_directories(shims);
-    const std::string real = tool == Tool::Gnu ? "/usr/bin/" + name : "/usr/bin/busybox " + name;
+    return add_shim(name, tool, body);
+  }
+  // One more program in shim()'s directory. openssl, rsync: the host's under busybox too.
+  fs::path add_shim(const std::string& name, Tool tool, const std::string& body) {
+    const fs::path shims = dir_ / "shims";
+    fs::create_directories(shims);
+    const bool host = tool == Tool::Gnu || name == "openssl" || name == "rsync";
+    const std::string real = host ? "/usr/bin/" + name : "/usr/bin/busybox " + name;
     write_file(shims / name, "#!/bin/sh\nreal=\"" + real + "\"\n" + body);
     fs::permissions(shims / name, fs::perms::owner_all);
     return shims;
   }
+  bool openssl_available() const { return access("/usr/bin/openssl", X_OK) == 0; }
 
   // Copy, then check everything the controller relies on.
   void expect_faithful_copy(Tool tool) {
@@ -734,6 +758,87 @@ exec $real "$@"
     ASSERT_TRUE(summary.has_value()) << summary.error();
     EXPECT_TRUE(summary->matches());
     EXPECT_EQ(summary->source, expected_summary(source_, tool));
+  }
+}
+
+TEST_F(CopyScriptRun, HashesWithOpenSslWhereTheImageHasIt) {
+  if (!openssl_available()) GTEST_SKIP() << "openssl is not installed";
+  populate_awkward_tree();
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    const RunResult r = run(copy_script(CopyJobSettings{}), tool, false, {}, Digest::OpenSsl);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(snapshot(destination_), snapshot(source_));
+    const auto summary = parse_copy_summary(r.termination_message);
+    ASSERT_TRUE(summary.has_value()) << summary.error() << "\n" << r.output;
+    EXPECT_TRUE(summary->matches());
+    // OpenSSL's lines, in sha256sum's shape: the same digest as sha256sum's for every name but
+    // those sha256sum escapes differently (here GNU's backslash), which tells the tools apart.
+    EXPECT_EQ(summary->source, expected_summary(source_, tool, Digest::OpenSsl));
+    EXPECT_EQ(summary->destination, expected_summary(destination_, tool, Digest::OpenSsl));
+    fs::remove_all(destination_);
+    fs::create_directories(destination_);
+  }
+  EXPECT_NE(expected_summary(source_, Tool::Gnu, Digest::OpenSsl).digest,
+            expected_summary(source_, Tool::Gnu, Digest::Sha256sum).digest);
+}
+
+TEST_F(CopyScriptRun, AnOpenSslStageFailingIsNeverAMatch) {
+  if (!openssl_available()) GTEST_SKIP() << "openssl is not installed";
+  populate_awkward_tree();
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    // Hashing the files fails partway on both sides (digest of the sorted lines still works).
+    shim("openssl", tool,
+         "case \"$*\" in version) exec $real version ;; esac\n"
+         "if [ \"$#\" -le 3 ]; then exec $real \"$@\"; fi\n" +
+             std::string{kDropLastFileAndFail});
+    RunResult r = run(copy_script(CopyJobSettings{}), tool, false, dir_ / "shims", Digest::OpenSsl);
+    EXPECT_EQ(r.exit_code, 4) << r.output;
+    EXPECT_FALSE(parse_copy_summary(r.termination_message).has_value());
+    // Only the destination's files (a bad block there).
+    shim("openssl", tool,
+         "case $(pwd) in /destination*) [ \"$#\" -gt 3 ] && exit 1 ;; esac\n"
+         "exec $real \"$@\"\n");
+    r = run(copy_script(CopyJobSettings{}), tool, false, dir_ / "shims", Digest::OpenSsl);
+    EXPECT_EQ(r.exit_code, 4) << r.output;
+    EXPECT_EQ(r.termination_message,
+              "stsresize-copy: summarising failed: exit code 0 on /source, 123 on /destination")
+        << r.output;
+    // The turning of OpenSSL's lines into sha256sum's fails.
+    shim("sed", tool, "exit 2\n");
+    r = run(copy_script(CopyJobSettings{}), tool, false, dir_ / "shims", Digest::OpenSsl);
+    EXPECT_EQ(r.exit_code, 4) << r.output;
+    EXPECT_FALSE(parse_copy_summary(r.termination_message).has_value());
+    fs::remove_all(destination_);
+    fs::create_directories(destination_);
+  }
+}
+
+TEST_F(CopyScriptRun, SummarisesTheSourceWhileRsyncCopiesIt) {
+  populate_awkward_tree();
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    // rsync starts only once the source's summary has begun listing it: summarised after the
+    // copy, as it was, rsync gives up and the copy fails.
+    shim("find", tool,
+         "case $(pwd) in /source*) : > /tmp/listing.source ;; esac\nexec $real \"$@\"\n");
+    add_shim("rsync", tool, R"(i=0
+until [ -e /tmp/listing.source ]; do
+  i=$((i + 1))
+  [ "$i" -le 300 ] || exit 1
+  sleep 0.1
+done
+exec $real "$@"
+)");
+    const RunResult r = run(copy_script(CopyJobSettings{}), tool, false, dir_ / "shims");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto summary = parse_copy_summary(r.termination_message);
+    ASSERT_TRUE(summary.has_value()) << summary.error();
+    EXPECT_TRUE(summary->matches());
+    EXPECT_EQ(summary->source, expected_summary(source_, tool));
+    fs::remove_all(destination_);
+    fs::create_directories(destination_);
   }
 }
 
