@@ -90,8 +90,9 @@ struct CopyJobRequest {
   std::string operation_id;
   std::string statefulset;
   std::string purpose;  // "backup" or "restore"
-  // The destination claim's requested size: the script checks that the data fits before it
-  // copies (0: not checked).
+  // The destination claim's requested size when it is smaller than the source claim's (a
+  // shrink): the script checks that the data fits before it copies (0: not checked; a copy into
+  // a claim at least as large fails in rsync if the data does not fit after all).
   std::int64_t destination_bytes = 0;
 };
 

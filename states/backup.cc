@@ -137,7 +137,7 @@ StepOutcome backup_step(StepContext& ctx) {
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,
                          naming::backup_claim(claim.claim), std::string{kBackupPurpose},
                          ctx.settings.may_start_copy(running), generation,
-                         backup_size(ctx.op, claim).bytes());
+                         fit_checked_bytes(backup_size(ctx.op, claim), claim.from_size));
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});
     if (copy->running) ++running;

@@ -93,9 +93,10 @@ StepOutcome restore_step(StepContext& ctx) {
                                    " after the pending timeout");
     }
     if (auto refused = refuse_restore(ctx, claim)) return *refused;
-    auto copy = copy_job(ctx, naming::restore_job(claim.claim), naming::backup_claim(claim.claim),
-                         claim.claim, std::string{kRestorePurpose},
-                         ctx.settings.may_start_copy(running), generation, claim.to_size.bytes());
+    auto copy =
+        copy_job(ctx, naming::restore_job(claim.claim), naming::backup_claim(claim.claim),
+                 claim.claim, std::string{kRestorePurpose}, ctx.settings.may_start_copy(running),
+                 generation, fit_checked_bytes(claim.to_size, claim.from_size));
     if (!copy) return copy.error();
     if (copy->created) return StepOutcome::waiting(Duration{0});
     if (copy->running) ++running;

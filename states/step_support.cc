@@ -130,6 +130,10 @@ StepOutcome warn_and_continue(StepContext& ctx, Phase phase, std::string_view re
   return outcome;
 }
 
+std::int64_t fit_checked_bytes(const Quantity& destination, const Quantity& source) {
+  return destination < source ? destination.bytes() : 0;
+}
+
 std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas) {
   auto current = k8s::spec_replicas(ctx.statefulset);
   if (!current) return malformed(current.error());

@@ -81,6 +81,13 @@ std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas)
 std::expected<bool, StepOutcome> replicas_settled(StepContext& ctx, std::int32_t replicas,
                                                   bool ready);
 
+// The destination_bytes of a copy into a claim of `destination` size from one of `source` size:
+// the destination's bytes when it is smaller (a shrink: the data measured may have grown since),
+// else 0. A destination at least the source's size holds whatever the source holds (and the
+// script's estimate of the source's data, its disk usage, may exceed the claim's nominal size
+// a little: directories, a provisioner's rounding up), so it is not checked.
+std::int64_t fit_checked_bytes(const Quantity& destination, const Quantity& source);
+
 // Creates the copy Job `job_name` (intend + create) unless it exists, annotated with the fence
 // `generation` (states/fence.h). Reports on the existing one: nullopt while running; the
 // verified summary when done; critical when failed, not ours or mismatched. A Job of ours

@@ -256,5 +256,52 @@ TEST_P(ShrinkGrown, DataThatGrewAfterTheMeasureFailsAtTheCopyAndScalesBack) {
 INSTANTIATE_TEST_SUITE_P(Paths, ShrinkGrown, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Rebind" : "TwoCopies"; });
 
+// Which copies check, before rsync, that the data fits the destination claim
+// (STSRESIZE_DESTINATION_BYTES): only those into a claim smaller than the source's. A copy into
+// a claim at least as large is not checked: the script's estimate of the data (its disk usage,
+// directories included) may exceed the source claim's nominal size, and a grow's two-copy backup
+// at the old size was refused that way with 1 GiB of data in a 1Gi claim.
+class CopyFitCheck : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CopyFitCheck, OnlyACopyIntoASmallerClaimChecksThatTheDataFits) {
+  for (const std::string to_size : {"2Gi", "1Ki"}) {
+    SCOPED_TRACE("1Gi -> " + to_size);
+    ResizeWorld world;
+    world.seed(/*expandable=*/false, to_size);
+    MemoryJournal journal;
+    Reconciler reconciler{world.kube, journal, world.clock, world.events,
+                          GetParam() ? EngineSettings{} : two_copies()};
+    std::map<std::string, std::string> checked;  // Job purpose -> the variable's values seen
+    for (int round = 0; round < 300; ++round) {
+      const ReconcileResult result = reconciler.reconcile(kNs, kSts);
+      for (const Json& job : world.kube.list_raw(Kind::Job)) {
+        const std::string purpose =
+            k8s::label(job, kPurposeLabel).value_or(std::nullopt).value_or("?");
+        if (purpose == "measure") continue;
+        std::string value = "-";
+        for (const Json& env :
+             job["spec"]["template"]["spec"]["containers"][0].value("env", Json::array())) {
+          if (env.value("name", "") == "STSRESIZE_DESTINATION_BYTES")
+            value = env.value("value", "");
+        }
+        checked[purpose] = value;
+      }
+      if (result.is(ReconcileResult::Kind::Idle)) break;
+      world.settle(2);
+    }
+    std::map<std::string, std::string> expected;
+    if (GetParam()) {
+      expected = {{"backup", to_size == "1Ki" ? "1024" : "-"}};  // into the claim's new size
+    } else {
+      // The backup at the source's size, the restore into the new one.
+      expected = {{"backup", "-"}, {"restore", to_size == "1Ki" ? "1024" : "-"}};
+    }
+    EXPECT_EQ(checked, expected);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, CopyFitCheck, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Rebind" : "TwoCopies"; });
+
 }  // namespace
 }  // namespace stsresize
