@@ -39,14 +39,23 @@ namespace {
 constexpr int kAnnotationWriteAttempts = 5;
 
 // The port as the steps see it: every call passed through, and a note of whether a step wrote
-// a StatefulSet (the annotation write of journal.commit() goes around it).
+// a StatefulSet (the annotation write of journal.commit() goes around it), with the object the
+// server returned when the write returns one.
 class StatefulSetWrites final : public Kubernetes {
  public:
   explicit StatefulSetWrites(Kubernetes& kube) : kube_(kube) {}
 
   // True once since the last call if a StatefulSet was created, changed or deleted.
   bool take() { return std::exchange(wrote_, false); }
-  void note_write() { wrote_ = true; }
+  // The StatefulSet as the last write returned it, if that write was a create or an update
+  // that succeeded (a delete, a refused write or a Scale leaves nothing to read); taken once.
+  std::optional<Json> take_written() { return std::exchange(written_, std::nullopt); }
+  // Another port's note of a write.
+  void note(bool wrote, std::optional<Json> written) {
+    if (!wrote) return;
+    wrote_ = true;
+    written_ = std::move(written);
+  }
 
   KubeResult<Json> get(const ObjectRef& ref) override { return kube_.get(ref); }
   KubeResult<ObjectList> list(Kind kind, const std::string& ns,
@@ -54,12 +63,10 @@ class StatefulSetWrites final : public Kubernetes {
     return kube_.list(kind, ns, options);
   }
   KubeResult<Json> create(Kind kind, const Json& object) override {
-    note(kind);
-    return kube_.create(kind, object);
+    return kept(kind, kube_.create(kind, object));
   }
   KubeResult<Json> update(Kind kind, const Json& object) override {
-    note(kind);
-    return kube_.update(kind, object);
+    return kept(kind, kube_.update(kind, object));
   }
   KubeResult<Json> update_status(Kind kind, const Json& object) override {
     note(kind);
@@ -85,10 +92,20 @@ class StatefulSetWrites final : public Kubernetes {
   }
 
  private:
-  void note(Kind kind) { wrote_ = wrote_ || kind == Kind::StatefulSet; }
+  void note(Kind kind) {
+    if (kind != Kind::StatefulSet) return;
+    wrote_ = true;
+    written_.reset();
+  }
+  KubeResult<Json> kept(Kind kind, KubeResult<Json> result) {
+    note(kind);
+    if (kind == Kind::StatefulSet && result) written_ = *result;
+    return result;
+  }
 
   Kubernetes& kube_;
   bool wrote_ = false;
+  std::optional<Json> written_;
 };
 
 }  // namespace
@@ -374,11 +391,16 @@ ReconcileResult Reconciler::Session::drive() {
     }
     const Step step = step_for(op_.kind, op_.phase);
     if (!step) return terminal("no step for phase " + std::string{to_string(op_.phase)});
-    // sts_ is as read at the start or as returned by our last annotation write: read it again
-    // only when the step before wrote it (replicas, the template update). Its status may be a
-    // few milliseconds old otherwise, which no step depends on: the steps that wait on the
-    // status return and are woken by its watch event; writes carry resourceVersion or uid.
-    if (kube.take()) {
+    // sts_ is as read at the start or as returned by our last write of it (the annotation, or
+    // the step's own create or update: replicas, the re-created object); read it again only
+    // when the step before changed it without returning it (deleted it, scaled it through
+    // /scale, a refused write). Its status may be a few milliseconds old, which no step depends
+    // on: the steps that wait on the status return and are woken by its watch event; writes
+    // carry resourceVersion or uid.
+    const bool wrote = kube.take();
+    if (auto written = kube.take_written(); wrote && written) {
+      sts_ = std::move(*written);
+    } else if (wrote) {
       auto fresh = r_.kube_.get(ref_);
       if (!fresh && fresh.error().code == KubeErrorCode::NotFound &&
           op_.phase == Phase::UpdatingTemplate) {
@@ -401,7 +423,8 @@ ReconcileResult Reconciler::Session::drive() {
       StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
       outcome = step(ctx);
     }
-    if (cached_kube.take()) kube.note_write();
+    const bool wrote_on_cached = cached_kube.take();
+    kube.note(wrote_on_cached, cached_kube.take_written());
     switch (outcome.kind) {
       case StepOutcome::Kind::Done: {
         std::vector<Entry> approval;

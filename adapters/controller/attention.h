@@ -1,7 +1,7 @@
 #pragma once
-// Which StatefulSets in the informer caches deserve a reconcile. The reconciler reads the live
-// objects from the API server (a stale cache must never decide a destructive step), so
-// reconciling every StatefulSet on every change would cost requests on an idle cluster; this
+// Which StatefulSets in the informer caches deserve a reconcile. A reconcile reads the live
+// StatefulSet from the API server (and everything a destructive step decides on: cached_reads.h),
+// so reconciling every StatefulSet on every change would cost requests on an idle cluster; this
 // filter, run on cached objects, keeps idle StatefulSets free: only those with an operation
 // under way, an explicit resize request, or claims smaller than their templates (or a resize
 // the planner refuses, so that the refusal is reported) are reconciled.

@@ -1,5 +1,6 @@
-// What one reconcile reads: the StatefulSet once at the start, and again only after a step wrote
-// it (the steps' other writes, and the state annotation written back, leave it current).
+// What one reconcile reads: the StatefulSet once at the start, and again only after a step
+// changed it without the server returning it (a delete, a Scale); a create or an update returns
+// the object, as the state annotation's write does.
 #include <gtest/gtest.h>
 
 #include "engine/annotations.h"
@@ -12,7 +13,7 @@ namespace {
 
 using namespace testing;
 
-TEST(ReconcilerReads, TheStatefulSetIsReadAgainOnlyAfterAStepWroteIt) {
+TEST(ReconcilerReads, TheStatefulSetIsReadOnceWhenEveryWriteReturnedIt) {
   ResizeWorld world;
   world.seed(/*expandable=*/false);  // copy path: Planning, then ScalingDown sets replicas
   MemoryJournal journal;
@@ -27,9 +28,9 @@ TEST(ReconcilerReads, TheStatefulSetIsReadAgainOnlyAfterAStepWroteIt) {
   EXPECT_EQ(k8s::spec_replicas(world.live_sts()).value_or(-1), 0);
   // Writes: the operation's start, the plan, Planning -> ScalingDown (annotations), replicas.
   EXPECT_EQ(world.kube.calls(Verb::Update, Kind::StatefulSet), 4);
-  // Reads: at the start, and after the replicas were set (ScalingDown then waits for the pods);
-  // none after the plan and the phase change, whose only writes were the annotation.
-  EXPECT_EQ(world.kube.calls(Verb::Get, Kind::StatefulSet), 2);
+  // Reads: at the start only; every write after it returned the object (the replicas' update
+  // too, whose answer ScalingDown then reads).
+  EXPECT_EQ(world.kube.calls(Verb::Get, Kind::StatefulSet), 1);
 }
 
 TEST(ReconcilerReads, AStepSeesTheReplicasItSetInTheStepAfter) {
