@@ -46,10 +46,10 @@ class Reconciler {
   //
   // `cached_reads` (not owned; nullptr: none) is the same cluster with reads that may be a
   // moment old (the controller's informer caches, adapters/controller/cached_reads.h) and writes
-  // passed through. Steps then read through it, except that a step about to delete a claim or a
-  // volume, or to change a volume, is stopped before it acts (its intent is not journaled) and
-  // run again at once on `kube`'s live reads: a destructive act is decided on the cluster as it
-  // is, and a step that only waits costs no request.
+  // passed through. Steps then read through it, except that a step about to delete a claim, a
+  // volume or the StatefulSet, or to change a volume, is stopped before it acts (its intent is not
+  // journaled) and run again at once on `kube`'s live reads: a destructive act is decided on the
+  // cluster as it is, and a step that only waits costs no request.
   Reconciler(Kubernetes& kube, Journal& journal, const Clock& clock, EventRecorder& events,
              EngineSettings settings = {}, OperationListener* listener = nullptr,
              Kubernetes* cached_reads = nullptr);

@@ -54,10 +54,12 @@ inline std::string state_annotation_of(const Json& statefulset) {
 using namespace results;
 
 // An act that can lose data when decided on a view a moment old: deleting a claim or a volume,
-// changing a volume (its reclaim policy, its claimRef). Such an act is decided on live reads.
+// changing a volume (its reclaim policy, its claimRef), deleting the StatefulSet (UpdatingTemplate
+// orphan-deletes it once its definition is in the ConfigMap, which a cache may still show after
+// someone deleted it). Such an act is decided on live reads.
 inline bool destroys_data(std::string_view action, Kind kind) {
   if (kind == Kind::PersistentVolume) return action != "create";
-  return kind == Kind::PersistentVolumeClaim && action == "delete";
+  return (kind == Kind::PersistentVolumeClaim || kind == Kind::StatefulSet) && action == "delete";
 }
 
 // One reconcile of one StatefulSet: the operation as it stands, the latest StatefulSet, and the

@@ -187,5 +187,43 @@ TEST(StaleCacheSafety, ASourceIsNotDeletedOnACachedViewOfABackupSomeoneDeleted) 
   }
 }
 
+// An explicit request re-creates the StatefulSet: its definition is saved in a ConfigMap, then
+// the object is orphan-deleted. Someone deletes that ConfigMap while the caches still show it:
+// deleting the StatefulSet on that view, and dying right after, would leave nothing to re-create
+// it from (Reconciler::recover reads the ConfigMap). The delete is decided on live reads: the
+// definition is saved again first.
+TEST(StaleCacheSafety, TheStatefulSetIsNotDeletedOnACachedViewOfADefinitionSomeoneDeleted) {
+  const ObjectRef definition{Kind::ConfigMap, kNs, naming::definition_config_map(kSts)};
+  for (int budget = 1; budget < 30; ++budget) {
+    ResizeWorld world;
+    world.seed(/*expandable=*/false, "2Gi", ResizeTrigger::Request);
+    LaggingCaches caches{world.kube};
+    MemoryJournal journal;
+    Reconciler reconciler{caches.reads.live(), journal, world.clock, world.events, {}, nullptr,
+                          &caches.reads};
+    // A crash after `budget` writes: the first one after which the definition is saved and the
+    // StatefulSet not yet deleted.
+    world.kube.set_mutation_budget(budget);
+    (void)reconciler.reconcile(kNs, kSts);
+    world.kube.set_mutation_budget(std::nullopt);
+    if (!world.kube.get_raw(definition) || !world.kube.get_raw(world.sts())) continue;
+
+    caches.refresh();
+    ASSERT_TRUE(world.kube.system().remove(definition));
+    // One write, then a crash: whichever the engine makes first.
+    world.kube.set_mutation_budget(1);
+    (void)reconciler.reconcile(kNs, kSts);
+    world.kube.set_mutation_budget(std::nullopt);
+    EXPECT_TRUE(world.kube.get_raw(world.sts()) || world.kube.get_raw(definition))
+        << "the StatefulSet was deleted with no definition left to re-create it from";
+    // And the resize still completes from there, on caches that keep up.
+    const ReconcileResult result = run_lagging(reconciler, world, caches, 1, 300);
+    ASSERT_TRUE(result.is(ReconcileResult::Kind::Idle)) << result.message;
+    expect_resized_with_every_file(world);
+    return;
+  }
+  FAIL() << "no crash point between the definition saved and the StatefulSet deleted";
+}
+
 }  // namespace
 }  // namespace stsresize
