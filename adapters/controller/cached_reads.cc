@@ -88,12 +88,16 @@ struct CachedReads::Expectation {
   }
 };
 
-// live(): every read to the server; writes recorded by the owner.
+// live(): every read to the server but a Job's; writes recorded by the owner.
 class CachedReads::Live final : public Kubernetes {
  public:
   explicit Live(CachedReads& owner) : owner_(owner) {}
 
   KubeResult<Json> get(const ObjectRef& ref) override {
+    // A copy Job's outcome never goes back (a Job that completed stays so, its summary fixed in
+    // its pod's termination message), and a step decides nothing destructive on a Job's absence
+    // (it would create one: AlreadyExists, and the key is read live): the cache is as good.
+    if (ref.kind == Kind::Job) return owner_.get(ref);
     auto result = owner_.live_.get(ref);
     if (const Cache* cache = owner_.cache_for(ref.kind)) {
       const auto cached = owner_.cached(*cache, ref);

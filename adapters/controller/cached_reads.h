@@ -28,7 +28,7 @@
 // only by agreement, reading live meanwhile.
 //
 // Reads that decide a destructive act are never made here: the Reconciler runs such a step
-// again on live reads (states/reconciler.cc) before it acts.
+// again on live() (states/reconciler.cc) before it acts.
 //
 // Thread-safe: the controller's workers share one.
 #include <functional>
@@ -55,7 +55,9 @@ class CachedReads final : public Kubernetes {
   // and unselected lists can be answered from it.
   void serve(Kind kind, const runtime::Store& store, std::function<bool()> synced, bool whole);
 
-  // The same port with every read live; its writes leave their expectations here too.
+  // The same port with every read live but a Job's (read as through this port: a Job's outcome
+  // never goes back, and nothing destructive rests on its absence); its writes leave their
+  // expectations here too.
   Kubernetes& live();
 
   // For tests and /metrics: reads answered from a cache, and read live because of a write.

@@ -261,5 +261,28 @@ TEST(CachedReads, LiveReadsAlwaysGoToTheServerAndTheirWritesAreExpectedToo) {
   EXPECT_EQ(w.live.gets, 2);
 }
 
+TEST(CachedReads, LiveReadsOfAJobComeFromTheCacheAsItsOutcomeNeverGoesBack) {
+  World w;
+  runtime::Store jobs;
+  w.reads.serve(
+      Kind::Job, jobs, [] { return true; }, false);
+  const ObjectRef ref{Kind::Job, kNs, "data-web-0-stsresize-backup"};
+  jobs.put(ref.ns + "/" + ref.name,
+           Json{{"apiVersion", "batch/v1"},
+                {"kind", "Job"},
+                {"metadata", {{"name", ref.name}, {"namespace", kNs}, {"uid", "u1"}}},
+                {"status", {{"succeeded", 1}}}});
+  auto got = w.reads.live().get(ref);
+  ASSERT_TRUE(got);
+  EXPECT_EQ((*got)["status"]["succeeded"], 1);
+  auto missing = w.reads.live().get({Kind::Job, kNs, "data-web-0-stsresize-restore"});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, KubeErrorCode::NotFound);
+  EXPECT_EQ(w.live.gets, 0);
+  // Any other kind: live.
+  (void)w.reads.live().get({Kind::PersistentVolumeClaim, kNs, "data-web-0"});
+  EXPECT_EQ(w.live.gets, 1);
+}
+
 }  // namespace
 }  // namespace stsresize
