@@ -14,8 +14,9 @@ std::string key_of(const ObjectRef& ref) {
   return std::string{to_string(ref.kind)} + "/" + ref.ns + "/" + ref.name;
 }
 
+// The keys of `kind` in `ns`; every namespace's when `ns` is empty (a list across namespaces).
 std::string key_prefix(Kind kind, const std::string& ns) {
-  return std::string{to_string(kind)} + "/" + ns + "/";
+  return std::string{to_string(kind)} + "/" + (ns.empty() ? std::string{} : ns + "/");
 }
 
 // kube-apiserver's resourceVersions are etcd revisions written in decimal; nullopt for anything

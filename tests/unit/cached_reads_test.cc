@@ -185,11 +185,16 @@ TEST(CachedReads, AnUpdateIsMetOnlyByTheWrittenVersionOrANewerOne) {
   EXPECT_EQ(w.live.gets, 1);
   EXPECT_EQ(w.live.lists, 1);
 
+  // A list across every namespace sees it too.
+  ASSERT_TRUE(w.reads.list(Kind::PersistentVolumeClaim, "", {}));
+  EXPECT_EQ(w.live.lists, 2);
+
   w.catch_up(w.claims, ref);
   ASSERT_TRUE(w.reads.get(ref));
   ASSERT_TRUE(w.reads.list(Kind::PersistentVolumeClaim, kNs, {}));
+  ASSERT_TRUE(w.reads.list(Kind::PersistentVolumeClaim, "", {}));
   EXPECT_EQ(w.live.gets, 1);
-  EXPECT_EQ(w.live.lists, 1);
+  EXPECT_EQ(w.live.lists, 2);
 }
 
 TEST(CachedReads, ADeleteIsNotMetByTheSameObjectStillCachedUnlessBeingDeletedSince) {
