@@ -80,6 +80,23 @@ const std::vector<FieldPath> kStorageClassFields = with_metadata({
     FieldPath{"allowVolumeExpansion"},
 });
 
+// Every pod of the watched namespaces is cached (the fence reads them all: a pod of any owner,
+// or of none, may mount a claim), so a pod keeps what its readers read: the fence
+// (states/fence.cc: mounted_claims, pod_phase, ownerReferences, the operation's label), the
+// measure Jobs' placement (states/measure.cc: nodeName, tolerations), the drain
+// (states/drain*.cc, engine/statefulset_deletion.cc: the cleanup pod's annotation,
+// creationTimestamp, ownerReferences, and its status: phase, restarts, terminated containers,
+// conditions). Dropped: the containers, their images, commands, env, probes and resources, most
+// of a pod, never read from a cached pod.
+const std::vector<FieldPath> kPodFields = with_metadata({
+    FieldPath{"metadata", "ownerReferences"},    // k8s::owner_references
+    FieldPath{"metadata", "creationTimestamp"},  // drain::ended_before
+    FieldPath{"spec", "nodeName"},               // states/measure.cc
+    FieldPath{"spec", "tolerations"},            // states/measure.cc
+    FieldPath{"spec", "volumes"},                // k8s::mounted_claims
+    FieldPath{"status"},  // pod_phase, pod_ready, terminated_container, drain::restarts
+});
+
 struct Node {
   bool whole = false;
   std::map<std::string_view, Node> children;  // "*": every element of an array
@@ -131,6 +148,8 @@ std::span<const FieldPath> cached_fields(Kind kind) {
       return kClaimFields;
     case Kind::StorageClass:
       return kStorageClassFields;
+    case Kind::Pod:
+      return kPodFields;
     default:
       return {};
   }
@@ -144,6 +163,7 @@ Json trim_for_cache(Kind kind, Json object) {
   static const Node kStatefulSetTree = tree_of(kStatefulSetFields);
   static const Node kClaimTree = tree_of(kClaimFields);
   static const Node kStorageClassTree = tree_of(kStorageClassFields);
+  static const Node kPodTree = tree_of(kPodFields);
   const Node* tree = nullptr;
   switch (kind) {
     case Kind::StatefulSet:
@@ -154,6 +174,9 @@ Json trim_for_cache(Kind kind, Json object) {
       break;
     case Kind::StorageClass:
       tree = &kStorageClassTree;
+      break;
+    case Kind::Pod:
+      tree = &kPodTree;
       break;
     default:
       break;

@@ -25,9 +25,10 @@ namespace stsresize {
 using FieldPath = std::vector<std::string_view>;
 
 // The paths kept for `kind`; empty for a kind that is cached whole (less managedFields and the
-// last-applied annotation): Jobs, Pods and ConfigMaps are watched only when stsresize made them
+// last-applied annotation): Jobs and ConfigMaps are watched only when stsresize made them
 // (label stsresize.dev/statefulset), a few at a time, so trimming them would save nothing worth
-// the risk of a read that finds its field gone.
+// the risk of a read that finds its field gone. Pods are all watched (the fence reads every pod
+// of the namespace), and trimmed.
 std::span<const FieldPath> cached_fields(Kind kind);
 
 // `object` with only `paths` kept. An object or array the paths go through is rebuilt with

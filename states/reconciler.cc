@@ -420,6 +420,15 @@ ReconcileResult Reconciler::Session::drive() {
       reading_cached_ = false;
     }
     if (!r_.tracked_cached_ || live_reads_wanted_) {
+      // The StatefulSet as the cache gave it at the start, not replaced since by a write's
+      // answer: read live, for the decision is destructive (the fence reads its replicas).
+      if (!cached_version_.empty() && !sts_.is_null() &&
+          k8s::resource_version(sts_).value_or("") == cached_version_) {
+        auto fresh = r_.kube_.get(ref_);
+        if (!fresh) return retry("reading " + to_string(ref_) + ": " + fresh.error().message);
+        sts_ = std::move(*fresh);
+        cached_version_.clear();
+      }
       StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
       outcome = step(ctx);
     }
@@ -503,12 +512,16 @@ void Reconciler::report_denial(const ObjectRef& ref, ReconcileResult& result) {
 }
 
 ReconcileResult Reconciler::reconcile_tracked(const ObjectRef& ref) {
-  auto statefulset = kube_.get(ref);
+  // Through the cached reads when given: a reconcile that finds the StatefulSet as it last saw
+  // it (a copy still running) reads nothing. Before a step acts destructively it is read live
+  // (drive()).
+  auto statefulset = tracked_cached_ ? tracked_cached_->get(ref) : kube_.get(ref);
   if (!statefulset) {
     if (statefulset.error().code == KubeErrorCode::NotFound) return recover(ref);
     return retry("reading " + to_string(ref) + ": " + statefulset.error().message);
   }
   Session session{*this, ref, std::move(*statefulset)};
+  if (tracked_cached_) session.read_through_cache();
   return session.run();
 }
 

@@ -71,6 +71,8 @@ class Reconciler::Session final : public StepJournal {
       : r_(owner), sts_(std::move(statefulset)), ref_(std::move(ref)) {}
 
   ReconcileResult run();
+  // The StatefulSet given was read through the cached reads: a destructive step reads it live.
+  void read_through_cache() { cached_version_ = k8s::resource_version(sts_).value_or(""); }
   // The StatefulSet is gone mid-way through UpdatingTemplate: continue `stored`, the operation
   // recorded in the definition kept in the ConfigMap.
   ReconcileResult recover(Operation stored) { return resume(std::move(stored)); }
@@ -220,6 +222,9 @@ class Reconciler::Session final : public StepJournal {
   bool clear_failed_label_ = false;
   // The step running now reads through the caches (Reconciler's cached_reads); it asked to act
   // destructively on them, so it runs again on live reads before anything else.
+  // The resourceVersion of the StatefulSet as read through the cache at the start ("" when read
+  // live); sts_ still at it has not been replaced by a write's answer or a live read.
+  std::string cached_version_;
   bool reading_cached_ = false;
   bool live_reads_wanted_ = false;
   std::optional<std::pair<std::string, std::string>> retry_of_;  // operation, by

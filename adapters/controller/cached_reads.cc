@@ -53,6 +53,11 @@ struct CachedReads::Cache {
   bool whole;
 };
 
+struct CachedReads::Copy {
+  std::shared_ptr<const Json> object;
+  std::uint64_t used = 0;  // copy_uses_ when last kept or given
+};
+
 // What a write through this port leaves on its key until the cache shows it.
 struct CachedReads::Expectation {
   enum class Kind { Written, Deleted, Refused };
@@ -100,6 +105,7 @@ class CachedReads::Live final : public Kubernetes {
     // (it would create one: AlreadyExists, and the key is read live): the cache is as good.
     if (ref.kind == Kind::Job) return owner_.get(ref);
     auto result = owner_.live_.get(ref);
+    owner_.keep_copy(ref, result);
     if (const Cache* cache = owner_.cache_for(ref.kind)) {
       const auto cached = owner_.cached(*cache, ref);
       owner_.agree(ref, result ? &*result : nullptr, cached.get());
@@ -149,6 +155,11 @@ void CachedReads::serve(Kind kind, const runtime::Store& store, std::function<bo
   caches_[kind] = std::make_unique<Cache>(Cache{&store, std::move(synced), whole});
 }
 
+void CachedReads::serve_whole_copies(Kind kind, const runtime::Store& store,
+                                     std::function<bool()> synced) {
+  copy_sources_[kind] = std::make_unique<Cache>(Cache{&store, std::move(synced), false});
+}
+
 Kubernetes& CachedReads::live() {
   return *live_view_;
 }
@@ -171,6 +182,51 @@ const CachedReads::Cache* CachedReads::cache_for(Kind kind) const {
 
 std::shared_ptr<const Json> CachedReads::cached(const Cache& cache, const ObjectRef& ref) const {
   return cache.store->get(is_namespaced(ref.kind) ? ref.ns : std::string{}, ref.name);
+}
+
+std::optional<Json> CachedReads::current_copy(const ObjectRef& ref) {
+  const auto source = copy_sources_.find(ref.kind);
+  if (source == copy_sources_.end() || !source->second->synced()) return std::nullopt;
+  const auto cached = this->cached(*source->second, ref);
+  if (!cached) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  const auto found = copies_.find(key_of(ref));
+  if (found == copies_.end()) return std::nullopt;
+  const Json& copy = *found->second.object;
+  if (uid_of(&copy) != uid_of(cached.get())) return std::nullopt;
+  // The informer at the copy's version, or still before it (the copy is our own write, which
+  // it has not shown yet). resourceVersions that are not integers must be equal.
+  const auto copied = revision(copy);
+  const auto seen = revision(*cached);
+  const bool current = copied && seen ? *seen <= *copied
+                                      : k8s::resource_version(copy).value_or("") ==
+                                            k8s::resource_version(*cached).value_or("x");
+  if (!current) return std::nullopt;
+  found->second.used = ++copy_uses_;
+  ++hits_;
+  return copy;
+}
+
+void CachedReads::keep_copy(const ObjectRef& ref, const KubeResult<Json>& result) {
+  if (!copy_sources_.contains(ref.kind)) return;
+  if (!result) {
+    forget_copy(ref);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  copies_.insert_or_assign(key_of(ref), Copy{std::make_shared<const Json>(*result), ++copy_uses_});
+  if (copies_.size() <= kMaxWholeCopies) return;
+  auto oldest = copies_.begin();
+  for (auto it = copies_.begin(); it != copies_.end(); ++it) {
+    if (it->second.used < oldest->second.used) oldest = it;
+  }
+  copies_.erase(oldest);
+}
+
+void CachedReads::forget_copy(const ObjectRef& ref) {
+  if (!copy_sources_.contains(ref.kind)) return;
+  std::lock_guard lock(mutex_);
+  copies_.erase(key_of(ref));
 }
 
 bool CachedReads::settled(const ObjectRef& ref, const Json* cached) {
@@ -224,6 +280,7 @@ void CachedReads::expect(const ObjectRef& ref, const Json* written, const KubeEr
 }
 
 KubeResult<Json> CachedReads::recorded(const ObjectRef& ref, KubeResult<Json> result) {
+  keep_copy(ref, result);
   if (result) {
     expect(ref, &*result, nullptr);
   } else {
@@ -233,6 +290,12 @@ KubeResult<Json> CachedReads::recorded(const ObjectRef& ref, KubeResult<Json> re
 }
 
 KubeResult<Json> CachedReads::get(const ObjectRef& ref) {
+  if (copy_sources_.contains(ref.kind)) {
+    if (auto copy = current_copy(ref)) return std::move(*copy);
+    auto result = live_.get(ref);
+    keep_copy(ref, result);
+    return result;
+  }
   const Cache* cache = cache_for(ref.kind);
   if (cache == nullptr) return live_.get(ref);
   const auto object = cached(*cache, ref);
@@ -303,6 +366,7 @@ KubeResult<Json> CachedReads::patch(const ObjectRef& ref, PatchType type, const 
 
 KubeResult<void> CachedReads::remove(const ObjectRef& ref, const DeleteOptions& options) {
   auto result = live_.remove(ref, options);
+  forget_copy(ref);
   if (result) {
     expect(ref, nullptr, nullptr, options.uid.value_or(""));
   } else {
@@ -318,6 +382,7 @@ KubeResult<Json> CachedReads::get_scale(const ObjectRef& ref) {
 KubeResult<Json> CachedReads::update_scale(const ObjectRef& ref, std::int32_t replicas,
                                            const std::string& resource_version) {
   auto result = live_.update_scale(ref, replicas, resource_version);
+  forget_copy(ref);
   // A Scale is not the object it scales: wait for the cache to show any change.
   const KubeError changed{KubeErrorCode::Conflict, {}, Duration{0}};
   expect(ref, nullptr, result ? &changed : &result.error());

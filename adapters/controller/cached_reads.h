@@ -27,6 +27,14 @@
 // etcd's revisions; one that is not an integer never counts as met, so such a key is settled
 // only by agreement, reading live meanwhile.
 //
+// A kind whose informer keeps only part of each object (StatefulSets: not the pod template,
+// which an update must carry) is answered from whole copies instead (serve_whole_copies): the
+// object as this port last read it live or as the server returned it from a write through this
+// port, given while the informer shows that object (same uid) at that resourceVersion or an
+// older one. A newer one there means someone else wrote it: read live, and copied again. The
+// copies are few (kMaxWholeCopies, the least recently used dropped first): the objects under
+// operation, not every object watched.
+//
 // Reads that decide a destructive act are never made here: the Reconciler runs such a step
 // again on live() (states/reconciler.cc) before it acts.
 //
@@ -35,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/ports/kubernetes.h"
@@ -54,6 +63,9 @@ class CachedReads final : public Kubernetes {
   // every object of the kind in the watched namespaces (no label selector), so that absence
   // and unselected lists can be answered from it.
   void serve(Kind kind, const runtime::Store& store, std::function<bool()> synced, bool whole);
+  // Gets of `kind` may come from whole copies while `store` (trimmed objects) shows them current.
+  void serve_whole_copies(Kind kind, const runtime::Store& store, std::function<bool()> synced);
+  static constexpr std::size_t kMaxWholeCopies = 256;
 
   // The same port with every read live but a Job's (read as through this port: a Job's outcome
   // never goes back, and nothing destructive rests on its absence); its writes leave their
@@ -83,7 +95,15 @@ class CachedReads final : public Kubernetes {
   struct Expectation;
   class Live;
 
+  struct Copy;
+
   const Cache* cache_for(Kind kind) const;  // null: not served, or not synced
+  // The whole copy of `ref` while its informer shows it current; nullopt otherwise.
+  std::optional<Json> current_copy(const ObjectRef& ref);
+  // After a live read or a write of `ref` (a kind served by copies): keep what the server
+  // returned, or forget the copy when it returned nothing (a delete, a Scale, a refusal).
+  void keep_copy(const ObjectRef& ref, const KubeResult<Json>& result);
+  void forget_copy(const ObjectRef& ref);
   // The cached object of `ref` (null: absent).
   std::shared_ptr<const Json> cached(const Cache& cache, const ObjectRef& ref) const;
   // After a write to `ref`: `written` is the object the server returned (null for a delete or
@@ -102,6 +122,9 @@ class CachedReads final : public Kubernetes {
   std::map<Kind, std::unique_ptr<Cache>> caches_;
   mutable std::mutex mutex_;
   std::map<std::string, Expectation> expectations_;  // by key_of(ref)
+  std::map<Kind, std::unique_ptr<Cache>> copy_sources_;
+  std::map<std::string, Copy> copies_;  // by key_of(ref)
+  std::uint64_t copy_uses_ = 0;
   std::uint64_t hits_ = 0;
   std::uint64_t live_after_write_ = 0;
 };

@@ -110,19 +110,26 @@ Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
   informers_->statefulsets = informer(Kind::StatefulSet, options_.ns, "");
   informers_->claims = informer(Kind::PersistentVolumeClaim, options_.ns, "");
   informers_->jobs = informer(Kind::Job, options_.ns, ours);
-  informers_->pods = informer(Kind::Pod, options_.ns, ours);
+  // Every pod, not only stsresize's: the fence and the drain list the namespace's pods at each
+  // step, and a pod of any owner may mount a claim (states/fence.h). Trimmed to what they read.
+  informers_->pods = informer(Kind::Pod, options_.ns, "");
   informers_->configmaps = informer(Kind::ConfigMap, options_.ns, ours);
   if (options_.watch_storage_classes) {
     informers_->storage_classes = informer(Kind::StorageClass, "", "");
   }
-  // The steps' reads of these kinds (StatefulSets, whose cached copy lacks the pod template, are
-  // read live: a step's update starts from the object it read; pods and volumes are not cached).
+  // The steps' reads of these kinds. A StatefulSet's cached copy lacks the pod template, and an
+  // update starts from the object read: it is answered from the whole object this port last
+  // read or wrote, while the informer shows it unchanged since. Volumes are not cached.
   auto serve = [&](Kind kind, runtime::Informer* informer, bool whole) {
     cached_reads_->serve(
         kind, informer->store(), [informer] { return informer->has_synced(); }, whole);
   };
   serve(Kind::PersistentVolumeClaim, informers_->claims.get(), /*whole=*/true);
   serve(Kind::Job, informers_->jobs.get(), /*whole=*/false);
+  serve(Kind::Pod, informers_->pods.get(), /*whole=*/true);
+  cached_reads_->serve_whole_copies(
+      Kind::StatefulSet, informers_->statefulsets->store(),
+      [informer = informers_->statefulsets.get()] { return informer->has_synced(); });
   serve(Kind::ConfigMap, informers_->configmaps.get(), /*whole=*/false);
   if (informers_->storage_classes) {
     serve(Kind::StorageClass, informers_->storage_classes.get(), /*whole=*/true);

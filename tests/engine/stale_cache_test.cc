@@ -34,6 +34,9 @@ struct LaggingCaches {
         Kind::ConfigMap, config_maps, [] { return true; }, false);
     reads.serve(
         Kind::StorageClass, classes, [] { return true; }, true);
+    reads.serve(
+        Kind::Pod, pods, [] { return true; }, true);
+    reads.serve_whole_copies(Kind::StatefulSet, statefulsets, [] { return true; });
     refresh();
   }
 
@@ -42,10 +45,14 @@ struct LaggingCaches {
     fill(jobs, Kind::Job, true);
     fill(config_maps, Kind::ConfigMap, true);
     fill(classes, Kind::StorageClass, false);
+    fill(pods, Kind::Pod, false);
+    fill(statefulsets, Kind::StatefulSet, false);
   }
+  // Only the StatefulSet cache: the event of a change to it, which wakes its reconcile.
+  void refresh_statefulsets() { fill(statefulsets, Kind::StatefulSet, false); }
 
   FakeKubernetes& kube;
-  runtime::Store claims, jobs, config_maps, classes;
+  runtime::Store claims, jobs, config_maps, classes, pods, statefulsets;
   CachedReads reads;
 
  private:
@@ -159,6 +166,8 @@ TEST(StaleCacheSafety, ASourceIsNotDeletedOnACachedViewOfABackupSomeoneDeleted) 
     ASSERT_TRUE(waiting) << "nothing waits";
     if (waiting->from == Phase::BackingUp) break;
     ASSERT_TRUE(approve_waiting(world, "alice", "approve-" + std::to_string(i)));
+    // The approval's watch event reaches the StatefulSet cache before it wakes the reconcile.
+    caches.refresh_statefulsets();
   }
   ASSERT_EQ(awaiting(world)->from, Phase::BackingUp);
   caches.refresh();
@@ -168,12 +177,14 @@ TEST(StaleCacheSafety, ASourceIsNotDeletedOnACachedViewOfABackupSomeoneDeleted) 
   ASSERT_TRUE(world.kube.system().remove(world.claim(naming::backup_claim(victim))));
   world.settle(3);
   ASSERT_TRUE(approve_waiting(world, "alice", "approve-recreate"));
+  caches.refresh_statefulsets();
   for (int round = 0; round < 60; ++round) {
     const ReconcileResult result = reconciler.reconcile(kNs, kSts);
     if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) break;
     world.settle(2);
     if (awaiting(world)) {
       ASSERT_TRUE(approve_waiting(world, "alice", "a-" + std::to_string(round)));
+      caches.refresh_statefulsets();
     }
   }
 
@@ -184,6 +195,62 @@ TEST(StaleCacheSafety, ASourceIsNotDeletedOnACachedViewOfABackupSomeoneDeleted) 
     EXPECT_EQ(world.cluster.volume_files(world.claim(name)),
               std::optional{world.original_files.at(name)})
         << name;
+  }
+}
+
+// Someone scales the StatefulSet up while Recreating goes from one claim to the next, and the
+// caches have not shown it yet: the reconcile that comes next finds the StatefulSet as it last
+// saw it (replicas 0). Deleting the next source on that view would let the replicas start on
+// claims being re-created. The delete is decided on the StatefulSet read live: the fence is
+// broken, no other source is deleted.
+TEST(StaleCacheSafety, NoSourceIsDeletedOnACachedViewOfAStatefulSetSomeoneScaledUp) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);
+  LaggingCaches caches{world.kube};
+  MemoryJournal journal;
+  Reconciler reconciler{caches.reads.live(), journal, world.clock,  world.events,
+                        two_copies(),        nullptr, &caches.reads};
+  const std::vector<std::string> names = world.claim_names();
+  std::map<std::string, std::string> uids;
+  for (const std::string& name : names) {
+    uids[name] = *k8s::uid(*world.kube.get_raw(world.claim(name)));
+  }
+  auto same = [&](const std::string& name) {  // and not being deleted
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    return pvc && k8s::uid(*pvc).value_or("") == uids.at(name) &&
+           !k8s::is_being_deleted(*pvc).value_or(true);
+  };
+  auto recreated = [&](const std::string& name) {
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    return pvc && k8s::uid(*pvc).value_or("") != uids.at(name);
+  };
+
+  // One write per reconcile, the caches keeping up, until the first claim is re-created, its
+  // record written, and the next write would be the delete of the second source.
+  bool there = false;
+  for (int round = 0; round < 400 && !there; ++round) {
+    world.kube.set_mutation_budget(1);
+    (void)reconciler.reconcile(kNs, kSts);
+    world.kube.set_mutation_budget(std::nullopt);
+    world.settle(2);
+    caches.refresh();
+    const auto op = read_operation(world.live_sts());
+    there = recreated(names[0]) && same(names[1]) && op && op->has_value() &&
+            (*op)->phase == Phase::Recreating && !(*op)->claims[0].recreated_uid.empty();
+  }
+  ASSERT_TRUE(there) << "never between the first claim re-created and the second deleted";
+
+  // The controller has the StatefulSet as it is (its last read); then it is scaled up on the
+  // server, and the caches do not hear of it.
+  caches.refresh();
+  ASSERT_TRUE(caches.reads.live().get(world.sts()));
+  Json sts = world.live_sts();
+  sts["spec"]["replicas"] = kReplicas;
+  ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, sts));
+  for (int round = 0; round < 5; ++round) (void)reconciler.reconcile(kNs, kSts);
+
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    EXPECT_TRUE(same(names[i])) << names[i] << " was deleted on a cached view of the StatefulSet";
   }
 }
 

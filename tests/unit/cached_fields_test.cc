@@ -129,10 +129,10 @@ TEST(CachedFields, AStorageClassKeepsExactlyTheFieldsTheControllerReads) {
       << trim_for_cache(Kind::StorageClass, full_storage_class()).dump(2);
 }
 
-// Jobs, Pods and ConfigMaps are watched only when stsresize made them: kept whole but for what
-// no kind's reader reads.
+// Jobs and ConfigMaps are watched only when stsresize made them: kept whole but for what no
+// kind's reader reads.
 TEST(CachedFields, OwnedKindsLoseOnlyManagedFieldsAndTheLastAppliedCopy) {
-  for (Kind kind : {Kind::Job, Kind::Pod, Kind::ConfigMap}) {
+  for (Kind kind : {Kind::Job, Kind::ConfigMap}) {
     Json object = Json::parse(R"({"apiVersion":"v1","kind":"X","metadata":{"name":"a",
       "namespace":"n","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}",
       "keep":"me"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running"},
@@ -195,6 +195,58 @@ TEST(CachedFields, ReadersAnswerTheSameOnTrimmedObjects) {
   const Json cached_sc = trim_for_cache(Kind::StorageClass, sc);
   EXPECT_EQ(k8s::allows_volume_expansion(cached_sc), k8s::allows_volume_expansion(sc));
   EXPECT_EQ(k8s::provisioner(cached_sc), k8s::provisioner(sc));
+}
+
+// A replica as the kubelet reports it: most of it is its containers, never read from a cache.
+Json full_pod() {
+  Json pod = Json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{
+    "annotations":{"statefulsets.kubernetes.io/scaledown-pod-owner":"web"},
+    "creationTimestamp":"2026-11-26T11:41:30Z","generateName":"web-",
+    "labels":{"app":"web","apps.kubernetes.io/pod-index":"0","stsresize.dev/operation":"op-1"},
+    "name":"web-0","namespace":"shop",
+    "ownerReferences":[{"apiVersion":"apps/v1","blockOwnerDeletion":true,"controller":true,
+      "kind":"StatefulSet","name":"web","uid":"8c3e"}],
+    "resourceVersion":"1187","uid":"0a1b","deletionTimestamp":"2026-11-26T11:50:00Z"},
+    "spec":{"containers":[{"name":"app","image":"busybox:1.36","command":["sh","-c","sleep 1d"],
+      "env":[{"name":"A","value":"b"}],"resources":{"requests":{"cpu":"100m"}},
+      "volumeMounts":[{"mountPath":"/data","name":"data"}]}],
+      "hostname":"web-0","nodeName":"node-1","restartPolicy":"Always",
+      "tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists"}],
+      "volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"data-web-0"}},
+        {"name":"kube-api-access","projected":{"sources":[]}}]},
+    "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}],
+      "containerStatuses":[{"name":"app","restartCount":2,"ready":true,
+        "state":{"terminated":{"exitCode":0,"reason":"Completed","message":"summary"}}}]}})");
+  pod["metadata"]["managedFields"] = kManagedFields;
+  return pod;
+}
+
+// Every pod is watched (the fence reads them all): each keeps what the fence, the measure Jobs'
+// placement and the drain read, and none of its containers.
+TEST(CachedFields, APodKeepsWhatTheFenceTheMeasureAndTheDrainRead) {
+  const Json pod = full_pod();
+  const Json cached = trim_for_cache(Kind::Pod, pod);
+  EXPECT_FALSE(cached["spec"].contains("containers"));
+  EXPECT_FALSE(cached["spec"].contains("hostname"));
+  EXPECT_FALSE(cached["metadata"].contains("managedFields"));
+  EXPECT_EQ(k8s::name(cached), k8s::name(pod));
+  EXPECT_EQ(k8s::uid(cached), k8s::uid(pod));
+  EXPECT_EQ(k8s::labels(cached), k8s::labels(pod));
+  EXPECT_EQ(k8s::annotation(cached, "statefulsets.kubernetes.io/scaledown-pod-owner"),
+            k8s::annotation(pod, "statefulsets.kubernetes.io/scaledown-pod-owner"));
+  EXPECT_EQ(k8s::owner_references(cached), k8s::owner_references(pod));
+  EXPECT_EQ(k8s::is_being_deleted(cached), k8s::is_being_deleted(pod));
+  EXPECT_EQ(k8s::mounted_claims(cached), k8s::mounted_claims(pod));
+  EXPECT_EQ(k8s::pod_phase(cached), k8s::pod_phase(pod));
+  EXPECT_EQ(k8s::pod_ready(cached), k8s::pod_ready(pod));
+  const auto terminated = k8s::terminated_container(pod, "app");
+  const auto cached_terminated = k8s::terminated_container(cached, "app");
+  ASSERT_TRUE(terminated && *terminated && cached_terminated && *cached_terminated);
+  EXPECT_EQ((*cached_terminated)->message, (*terminated)->message);
+  EXPECT_EQ(cached["metadata"]["creationTimestamp"], pod["metadata"]["creationTimestamp"]);
+  EXPECT_EQ(cached["spec"]["nodeName"], pod["spec"]["nodeName"]);
+  EXPECT_EQ(cached["spec"]["tolerations"], pod["spec"]["tolerations"]);
+  EXPECT_EQ(cached["status"], pod["status"]);
 }
 
 // A field of the wrong shape stays as it is, so that its reader reports it as on the full

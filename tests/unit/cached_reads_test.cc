@@ -7,6 +7,7 @@
 #include "adapters/clock/manual_clock.h"
 #include "adapters/fake/fake_kubernetes.h"
 #include "adapters/runtime/informer.h"
+#include "engine/cached_fields.h"
 #include "engine/k8s_objects.h"
 
 namespace stsresize {
@@ -287,6 +288,134 @@ TEST(CachedReads, LiveReadsOfAJobComeFromTheCacheAsItsOutcomeNeverGoesBack) {
   // Any other kind: live.
   (void)w.reads.live().get({Kind::PersistentVolumeClaim, kNs, "data-web-0"});
   EXPECT_EQ(w.live.gets, 1);
+}
+
+// StatefulSets: the informer keeps them without the pod template, which an update must carry.
+Json statefulset(const std::string& name) {
+  return Json::parse(R"({"apiVersion":"apps/v1","kind":"StatefulSet",
+    "metadata":{"name":")" +
+                     name + R"(","namespace":"shop"},
+    "spec":{"replicas":3,"serviceName":"web","selector":{"matchLabels":{"app":"web"}},
+      "template":{"metadata":{"labels":{"app":"web"}},
+        "spec":{"containers":[{"name":"app","image":"busybox"}]}}}})");
+}
+
+struct CopiesWorld : World {
+  runtime::Store statefulsets;  // trimmed, as the informer keeps them
+  const ObjectRef ref{Kind::StatefulSet, kNs, "web"};
+
+  CopiesWorld() {
+    reads.serve_whole_copies(Kind::StatefulSet, statefulsets, [this] { return synced.load(); });
+  }
+  void informer_catches_up() {
+    const std::string key = ref.ns + "/" + ref.name;
+    if (auto now = server.get_raw(ref)) {
+      statefulsets.put(key, trim_for_cache(Kind::StatefulSet, *now));
+    } else {
+      statefulsets.erase(key);
+    }
+  }
+};
+
+TEST(CachedReadsWholeCopies, AnObjectUnchangedSinceItWasLastReadIsNotReadAgainAndIsWhole) {
+  CopiesWorld w;
+  ASSERT_TRUE(w.server.create(Kind::StatefulSet, statefulset("web")));
+  w.informer_catches_up();
+
+  auto first = w.reads.get(w.ref);  // nothing copied yet: live
+  ASSERT_TRUE(first);
+  EXPECT_EQ(w.live.gets, 1);
+  auto again = w.reads.get(w.ref);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(w.live.gets, 1) << "the informer shows it unchanged: the copy";
+  EXPECT_EQ(*again, *first);
+  EXPECT_TRUE((*again)["spec"].contains("template")) << "whole, not the informer's trimmed one";
+  EXPECT_EQ(w.reads.cache_hits(), 1u);
+
+  // Someone else changes it: the informer shows a newer version, and it is read live again.
+  Json changed = *w.server.get_raw(w.ref);
+  changed["metadata"]["labels"] = {{"team", "db"}};
+  ASSERT_TRUE(w.server.update(Kind::StatefulSet, changed));
+  w.informer_catches_up();
+  auto fresh = w.reads.get(w.ref);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(w.live.gets, 2);
+  EXPECT_EQ((*fresh)["metadata"]["labels"]["team"], "db");
+}
+
+TEST(CachedReadsWholeCopies, AWriteHereIsTheCopyEvenBeforeTheInformerShowsIt) {
+  CopiesWorld w;
+  ASSERT_TRUE(w.server.create(Kind::StatefulSet, statefulset("web")));
+  w.informer_catches_up();
+  auto read = w.reads.get(w.ref);
+  ASSERT_TRUE(read);
+  Json mine = *read;
+  mine["metadata"]["annotations"] = {{"stsresize.dev/state", "x"}};
+  ASSERT_TRUE(w.reads.update(Kind::StatefulSet, mine));
+  auto after = w.reads.get(w.ref);  // the informer is still at the version before the write
+  ASSERT_TRUE(after);
+  EXPECT_EQ((*after)["metadata"]["annotations"]["stsresize.dev/state"], "x");
+  EXPECT_EQ(w.live.gets, 1);
+  // Written through live() as well.
+  mine = *after;
+  mine["metadata"]["annotations"]["stsresize.dev/state"] = "y";
+  ASSERT_TRUE(w.reads.live().update(Kind::StatefulSet, mine));
+  auto later = w.reads.get(w.ref);
+  ASSERT_TRUE(later);
+  EXPECT_EQ((*later)["metadata"]["annotations"]["stsresize.dev/state"], "y");
+  EXPECT_EQ(w.live.gets, 1);
+}
+
+TEST(CachedReadsWholeCopies, ADeleteAnotherUidAScaleOrAnUnsyncedInformerReadLive) {
+  CopiesWorld w;
+  ASSERT_TRUE(w.server.create(Kind::StatefulSet, statefulset("web")));
+  w.informer_catches_up();
+  ASSERT_TRUE(w.reads.get(w.ref));
+  int gets = w.live.gets;
+
+  w.synced = false;
+  ASSERT_TRUE(w.reads.get(w.ref));
+  EXPECT_EQ(w.live.gets, ++gets) << "informer not synced";
+  w.synced = true;
+
+  const std::string rv = k8s::resource_version(*w.server.get_raw(w.ref)).value_or("");
+  ASSERT_TRUE(w.reads.update_scale(w.ref, 0, rv));
+  ASSERT_TRUE(w.reads.get(w.ref));
+  EXPECT_EQ(w.live.gets, ++gets) << "a Scale returns no StatefulSet: the copy is forgotten";
+
+  // Deleted and made again (an explicit request re-creates it): the informer still holds the
+  // old one, whose uid is not the copy's.
+  ASSERT_TRUE(w.reads.remove(w.ref, {}));
+  auto gone = w.reads.get(w.ref);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, KubeErrorCode::NotFound);
+  EXPECT_EQ(w.live.gets, ++gets) << "never NotFound from a copy";
+  ASSERT_TRUE(w.server.create(Kind::StatefulSet, statefulset("web")));
+  ASSERT_TRUE(w.reads.live().get(w.ref));  // the new one copied
+  gets = w.live.gets;
+  ASSERT_TRUE(w.reads.get(w.ref));
+  EXPECT_EQ(w.live.gets, ++gets) << "the informer still shows the old uid";
+  w.informer_catches_up();
+  ASSERT_TRUE(w.reads.get(w.ref));
+  EXPECT_EQ(w.live.gets, gets);
+}
+
+TEST(CachedReadsWholeCopies, OnlyTheMostRecentlyUsedCopiesAreKept) {
+  CopiesWorld w;
+  const std::size_t count = CachedReads::kMaxWholeCopies + 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string name = "web-" + std::to_string(i);
+    ASSERT_TRUE(w.server.create(Kind::StatefulSet, statefulset(name)));
+    w.statefulsets.put(
+        std::string{kNs} + "/" + name,
+        trim_for_cache(Kind::StatefulSet, *w.server.get_raw({Kind::StatefulSet, kNs, name})));
+    ASSERT_TRUE(w.reads.get({Kind::StatefulSet, kNs, name}));
+  }
+  const int gets = w.live.gets;
+  ASSERT_TRUE(w.reads.get({Kind::StatefulSet, kNs, "web-" + std::to_string(count - 1)}));
+  EXPECT_EQ(w.live.gets, gets);
+  ASSERT_TRUE(w.reads.get({Kind::StatefulSet, kNs, "web-0"}));
+  EXPECT_EQ(w.live.gets, gets + 1) << "the least recently used copy went";
 }
 
 }  // namespace
