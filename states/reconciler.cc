@@ -351,15 +351,22 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                    ": cleanup pods deleted, every claim not drained kept: " + op_.failure +
                    "; stsresize will not drain it again while it is labelled " +
                    std::string{kFailedLabel});
-  } else if (*next == Phase::Failed && !op_.aborted_by.empty()) {
-    emit_event(EventSeverity::Warning, kind_reason("Aborted"),
-               "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " +
-                   op_.failure + "; stsresize will not resize it again while it is labelled " +
-                   std::string{kFailedLabel});
   } else if (*next == Phase::Failed) {
-    emit_event(
-        EventSeverity::Warning, kind_reason("Failed"),
-        "scaled back to " + std::to_string(op_.original_replicas) + " replicas: " + op_.failure);
+    // Before a plan (a shrink refused while Measuring) nothing was scaled: ScalingBack only
+    // removed the measure Jobs.
+    const std::string replicas =
+        op_.path == Path::Undecided
+            ? std::string{"nothing was scaled, the "} + std::to_string(op_.original_replicas) +
+                  " replicas kept running: "
+            : "scaled back to " + std::to_string(op_.original_replicas) + " replicas: ";
+    if (!op_.aborted_by.empty()) {
+      emit_event(EventSeverity::Warning, kind_reason("Aborted"),
+                 replicas + op_.failure +
+                     "; stsresize will not resize it again while it is labelled " +
+                     std::string{kFailedLabel});
+    } else {
+      emit_event(EventSeverity::Warning, kind_reason("Failed"), replicas + op_.failure);
+    }
   } else {
     emit_event(EventSeverity::Normal,
                *next == Phase::Completed ? kind_reason("Completed") : std::string{"PhaseChanged"},

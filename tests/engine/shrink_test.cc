@@ -163,6 +163,9 @@ TEST_P(Shrink, ThatDoesNotFitIsRefusedWithTheFiguresBeforeAnythingChanges) {
   ASSERT_FALSE(warnings.empty());
   EXPECT_NE(warnings.back().message.find("needs at least"), std::string::npos)
       << warnings.back().message;
+  EXPECT_TRUE(
+      warnings.back().message.starts_with("nothing was scaled, the 3 replicas kept running"))
+      << warnings.back().message;
 }
 
 // People during Measuring: the state annotation removed (a new operation measures again; the
