@@ -27,9 +27,13 @@
 //     to act and leaves the set at 0, or a person deleted a backup claim and the operation
 //     failed after a source delete, where the set is held at 0 for a person to decide);
 //   - every journal stream (of each controller) replays.
-// STSRESIZE_SIMULATION_SEEDS=N runs N seeds (default 200) from STSRESIZE_SIMULATION_FIRST_SEED
-// (default 1); STSRESIZE_SIMULATION_SEED=S runs one; STSRESIZE_SIMULATION_TRACE=1 prints every
-// run's actions and where it ended. A failing seed prints the line that replays it.
+// Each path runs twice: on live reads, and with every controller's steps reading through caches
+// of its own (tests/support/lagging_caches.h) that catch up at random between its reconciles,
+// as the controller's informers do (and always before a reconcile once nobody acts any more).
+// STSRESIZE_SIMULATION_SEEDS=N runs N seeds (default 200; 100 on caches) from
+// STSRESIZE_SIMULATION_FIRST_SEED (default 1); STSRESIZE_SIMULATION_SEED=S runs one;
+// STSRESIZE_SIMULATION_TRACE=1 prints every run's actions and where it ended. A failing seed prints
+// the line that replays it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -47,6 +51,7 @@
 #include "engine/resize_request.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
+#include "tests/support/lagging_caches.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -63,15 +68,38 @@ struct SimulatedRun {
 
 class Simulation {
  public:
-  Simulation(std::uint64_t seed, Path path) : rng_(seed) {
+  Simulation(std::uint64_t seed, Path path, bool cached) : rng_(seed), cached_(cached) {
     run_.seed = seed;
     settings_.rebind = path == Path::Rebind;
     reconciler_ = make_reconciler(*journal_);
   }
 
+  // A controller process: with `cached_`, its steps read through caches of its own (a process
+  // that starts lists everything afresh), which catch up at random between its reconciles.
   std::unique_ptr<Reconciler> make_reconciler(MemoryJournal& journal) {
-    return std::make_unique<Reconciler>(world_.kube, journal, world_.clock, world_.events,
-                                        settings_);
+    if (!cached_) {
+      return std::make_unique<Reconciler>(world_.kube, journal, world_.clock, world_.events,
+                                          settings_);
+    }
+    auto caches = std::make_unique<LaggingCaches>(world_.kube);
+    auto reconciler =
+        std::make_unique<Reconciler>(caches->reads.live(), journal, world_.clock, world_.events,
+                                     settings_, nullptr, &caches->reads);
+    caches_[reconciler.get()] = std::move(caches);
+    return reconciler;
+  }
+  // The informers of `reconciler`'s process deliver what they have before it reconciles: the
+  // StatefulSet's always (a change to it is what wakes its reconcile, and reaches the cache
+  // first: a person's scale, a re-applied object), the others always when `certainly`, else
+  // one time in two (a copy Job's event wakes the reconcile while the claims' informer lags).
+  void catch_up(const Reconciler& reconciler, bool certainly) {
+    auto found = caches_.find(&reconciler);
+    if (found == caches_.end()) return;
+    if (certainly || rng_() % 2 == 0) {
+      found->second->refresh();
+    } else {
+      found->second->refresh_statefulsets();
+    }
   }
 
   SimulatedRun run() {
@@ -95,6 +123,7 @@ class Simulation {
     // Calm: nobody acts any more, but for a person who approves what waits for approval; the
     // operation must come to rest.
     for (int round = 0; round < 600; ++round) {
+      catch_up(*reconciler_, /*certainly=*/true);
       const ReconcileResult result = reconciler_->reconcile(kNs, kSts);
       last_ = std::string{to_string(result.kind)} + " " + result.message;
       if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) {
@@ -318,6 +347,7 @@ class Simulation {
   ReconcileResult reconcile_as(Acting who) {
     const Acting outer = std::exchange(acting_, who);
     Reconciler& reconciler = who == Acting::First ? *reconciler_ : *second_;
+    catch_up(reconciler, /*certainly=*/false);
     ReconcileResult result = reconciler.reconcile(kNs, kSts);
     acting_ = outer;
     return result;
@@ -643,6 +673,9 @@ class Simulation {
   }
 
   std::mt19937_64 rng_;
+  bool cached_ = false;
+  // Each controller process's caches (cached_ only), kept as long as the test runs.
+  std::map<const Reconciler*, std::unique_ptr<LaggingCaches>> caches_;
   SimulatedRun run_;
   EngineSettings settings_;
   ResizeWorld world_;
@@ -683,21 +716,27 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   return value && *value ? std::strtoull(value, nullptr, 10) : fallback;
 }
 
-class SimulationOnEachPath : public ::testing::TestWithParam<Path> {};
+struct SimulationParam {
+  Path path = Path::Copy;
+  bool cached = false;  // the steps read through caches a moment behind, as in the controller
+};
+class SimulationOnEachPath : public ::testing::TestWithParam<SimulationParam> {};
 
 TEST_P(SimulationOnEachPath, PeopleAndToolsActingMidResizeNeverCostAWrite) {
   std::vector<std::uint64_t> seeds;
   if (const char* one = std::getenv("STSRESIZE_SIMULATION_SEED"); one && *one) {
     seeds.push_back(std::strtoull(one, nullptr, 10));
   } else {
-    const std::uint64_t count = env_number("STSRESIZE_SIMULATION_SEEDS", 200);
+    // Half as many seeds on caches: each run is longer, and the people and tools are the same.
+    const std::uint64_t count =
+        env_number("STSRESIZE_SIMULATION_SEEDS", GetParam().cached ? 100 : 200);
     const std::uint64_t first = env_number("STSRESIZE_SIMULATION_FIRST_SEED", 1);
     for (std::uint64_t seed = first; seed < first + count; ++seed) seeds.push_back(seed);
   }
   const bool trace = env_number("STSRESIZE_SIMULATION_TRACE", 0) != 0;
   int failed = 0;
   for (std::uint64_t seed : seeds) {
-    const SimulatedRun run = Simulation{seed, GetParam()}.run();
+    const SimulatedRun run = Simulation{seed, GetParam().path, GetParam().cached}.run();
     if (trace) {
       std::cout << "seed " << seed << (run.failures.empty() ? " passed" : " FAILED") << " ("
                 << run.outcome << "):";
@@ -714,13 +753,18 @@ TEST_P(SimulationOnEachPath, PeopleAndToolsActingMidResizeNeverCostAWrite) {
                   << "\n  after:" << actions.str()
                   << "\n  replay it: STSRESIZE_SIMULATION_SEED=" << seed
                   << " build/bin/engine_tests --gtest_filter='*/SimulationOnEachPath.*/"
-                  << to_string(GetParam()) << "'";
+                  << to_string(GetParam().path) << (GetParam().cached ? "OnCaches" : "") << "'";
     if (failed >= 5) break;  // enough to go on with
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, SimulationOnEachPath, ::testing::Values(Path::Copy, Path::Rebind),
-                         [](const auto& info) { return std::string{to_string(info.param)}; });
+INSTANTIATE_TEST_SUITE_P(
+    Paths, SimulationOnEachPath,
+    ::testing::Values(SimulationParam{Path::Copy, false}, SimulationParam{Path::Rebind, false},
+                      SimulationParam{Path::Copy, true}, SimulationParam{Path::Rebind, true}),
+    [](const auto& info) {
+      return std::string{to_string(info.param.path)} + (info.param.cached ? "OnCaches" : "");
+    });
 
 }  // namespace
 }  // namespace stsresize
