@@ -328,10 +328,15 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
 
 std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(
     StepContext& ctx, const std::string& job) {
-  const std::string selector = std::string{kOperationLabel} + "=" + naming::label_value(ctx.op.id);
-  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns, list_by_labels(selector));
+  // Asked at every reconcile while a restore runs: the namespace's pods, unselected, which the
+  // controller's cache answers (a selected list is read live); a stale answer only delays this,
+  // and the delete it leads to is decided on live reads.
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
   if (!pods) return std::unexpected(from_error(pods.error(), "listing copy pods"));
+  const std::string operation = naming::label_value(ctx.op.id);
   for (const Json& pod : pods->items) {
+    auto label = k8s::label(pod, kOperationLabel);
+    if (!label || !label->has_value() || **label != operation) continue;
     auto owners = k8s::owner_references(pod);
     if (!owners || std::none_of(owners->begin(), owners->end(), [&](const auto& owner) {
           return owner.kind == "Job" && owner.name == job;
