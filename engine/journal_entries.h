@@ -65,7 +65,7 @@ struct PhaseChanged {
 // Appended before every mutating Kubernetes call: "I am about to do this".
 struct ActionIntended {
   Phase phase = Phase::Pending;
-  std::string action;  // "create", "delete", "update", "patch"
+  std::string action;  // "create", "delete", "update", "patch", "retain" (a volume's policy)
   std::string target;  // to_string(ObjectRef)
   std::string detail;
   friend bool operator==(const ActionIntended&, const ActionIntended&) = default;

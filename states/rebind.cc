@@ -50,11 +50,13 @@ std::expected<Json, StepOutcome> get_volume(StepContext& ctx, const std::string&
   return std::move(**volume);
 }
 
-// Journals the intent, then patches the volume (a JSON merge patch).
+// Journals the intent (`action`: "patch", or "retain" for a patch that only makes the volume
+// outlive its claim), then patches the volume (a JSON merge patch).
 std::optional<StepOutcome> patch_volume(StepContext& ctx, const std::string& name,
-                                        const Json& patch, std::string_view detail) {
+                                        const Json& patch, std::string_view detail,
+                                        std::string_view action = "patch") {
   const ObjectRef ref = volume_ref(name);
-  if (auto intended = ctx.journal.intend("patch", ref, detail); !intended) {
+  if (auto intended = ctx.journal.intend(action, ref, detail); !intended) {
     return StepOutcome::transient(intended.error());
   }
   if (auto patched = ctx.kube.patch(ref, PatchType::Merge, patch); !patched) {
@@ -65,9 +67,12 @@ std::optional<StepOutcome> patch_volume(StepContext& ctx, const std::string& nam
 
 std::optional<StepOutcome> set_policy(StepContext& ctx, const std::string& volume,
                                       std::string_view policy, std::string_view why) {
+  // Retain loses nothing whatever the view it was decided on: the volume only outlives its
+  // claim, for a person or this operation to reclaim. Any other policy lets a delete take it.
   return patch_volume(ctx, volume,
                       Json{{"spec", {{"persistentVolumeReclaimPolicy", std::string{policy}}}}},
-                      "reclaim policy " + std::string{policy} + ": " + std::string{why});
+                      "reclaim policy " + std::string{policy} + ": " + std::string{why},
+                      policy == kRetain ? "retain" : "patch");
 }
 
 // A Released volume reserved for the claim `name` of the operation's namespace alone: the uid

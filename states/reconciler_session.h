@@ -54,11 +54,13 @@ inline std::string state_annotation_of(const Json& statefulset) {
 using namespace results;
 
 // An act that can lose data when decided on a view a moment old: deleting a claim or a volume,
-// changing a volume (its reclaim policy, its claimRef), deleting the StatefulSet (UpdatingTemplate
-// orphan-deletes it once its definition is in the ConfigMap, which a cache may still show after
-// someone deleted it). Such an act is decided on live reads.
+// changing a volume (its reclaim policy to anything but Retain, its claimRef), deleting the
+// StatefulSet (UpdatingTemplate orphan-deletes it once its definition is in the ConfigMap, which
+// a cache may still show after someone deleted it). Such an act is decided on live reads. Setting
+// a volume's policy to Retain ("retain") is not: whatever the view, the volume only outlives
+// its claim.
 inline bool destroys_data(std::string_view action, Kind kind) {
-  if (kind == Kind::PersistentVolume) return action != "create";
+  if (kind == Kind::PersistentVolume) return action != "create" && action != "retain";
   return (kind == Kind::PersistentVolumeClaim || kind == Kind::StatefulSet) && action == "delete";
 }
 

@@ -10,6 +10,7 @@
 #include "engine/operation_codec.h"
 #include "engine/vocabulary.h"
 #include "states/reconciler.h"
+#include "states/reconciler_session.h"
 #include "tests/support/approvals.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/lagging_caches.h"
@@ -203,6 +204,48 @@ TEST(StaleCacheSafety, NoSourceIsDeletedOnACachedViewOfAStatefulSetSomeoneScaled
   for (std::size_t i = 1; i < names.size(); ++i) {
     EXPECT_TRUE(same(names[i])) << names[i] << " was deleted on a cached view of the StatefulSet";
   }
+}
+
+// What is decided on live reads (destroys_data): every delete of a claim, a volume or the
+// StatefulSet, and every change of a volume but one: its reclaim policy set to Retain, which
+// loses nothing whatever the view (the volume only outlives its claim). The rebind path journals
+// that one as "retain" and its other volume changes as "patch".
+TEST(StaleCacheSafety, EveryVolumeChangeButRetainIsDecidedOnLiveReads) {
+  EXPECT_TRUE(destroys_data("delete", Kind::PersistentVolumeClaim));
+  EXPECT_TRUE(destroys_data("delete", Kind::StatefulSet));
+  EXPECT_TRUE(destroys_data("delete", Kind::PersistentVolume));
+  EXPECT_TRUE(destroys_data("patch", Kind::PersistentVolume));
+  EXPECT_FALSE(destroys_data("retain", Kind::PersistentVolume));
+  EXPECT_FALSE(destroys_data("create", Kind::PersistentVolumeClaim));
+  EXPECT_FALSE(destroys_data("delete", Kind::Job));
+
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);
+  LaggingCaches caches{world.kube};
+  MemoryJournal journal;
+  Reconciler reconciler{caches.reads.live(), journal, world.clock, world.events, {}, nullptr,
+                        &caches.reads};
+  ASSERT_TRUE(run_lagging(reconciler, world, caches, 1, 300).is(ReconcileResult::Kind::Idle));
+  expect_resized_with_every_file(world);
+  std::map<std::string, int> volume_actions;  // "retain Retain", "patch Delete", "patch pre-bound"
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  for (const OperationSummary& summary : *operations) {
+    auto records = journal.read(summary.operation_id);
+    ASSERT_TRUE(records);
+    for (const JournalRecord& record : *records) {
+      auto entry = decode_entry(record);
+      ASSERT_TRUE(entry);
+      const auto* intended = std::get_if<entries::ActionIntended>(&*entry);
+      if (!intended || !intended->target.starts_with("PersistentVolume ")) continue;
+      const bool retain = intended->detail.starts_with("reclaim policy Retain");
+      EXPECT_EQ(intended->action, retain ? "retain" : "patch") << intended->detail;
+      ++volume_actions[intended->action];
+    }
+  }
+  EXPECT_EQ(volume_actions["retain"], 2 * static_cast<int>(world.claim_names().size()))
+      << "each claim's volume and its copy's";
+  EXPECT_GT(volume_actions["patch"], 0);
 }
 
 // An explicit request re-creates the StatefulSet: its definition is saved in a ConfigMap, then
