@@ -76,8 +76,8 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
     return Attention::Detected;
   }
   // Opted in to the drain (a cleanup pod template, or a valid claim policy), with claims left
-  // outside the replicas: the reconciler decides with the live pods whether they can be drained
-  // now (the cache holds only stsresize's pods).
+  // outside the replicas: the reconciler decides with the pods whether they can be drained now
+  // (this filter is given no pods).
   auto policy = scaledown_claims_policy(statefulset);
   if (!refusal && (scaledown_pod_template(statefulset) || (policy && policy->has_value()))) {
     auto drains = drain_candidates(statefulset, claims_in_namespace, {});
