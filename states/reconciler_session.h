@@ -222,11 +222,11 @@ class Reconciler::Session final : public StepJournal {
   // Set by take_retry: the next annotation write removes the label stsresize.dev/failed, and
   // begin() names the operation retried and who asked.
   bool clear_failed_label_ = false;
-  // The step running now reads through the caches (Reconciler's cached_reads); it asked to act
-  // destructively on them, so it runs again on live reads before anything else.
   // The resourceVersion of the StatefulSet as read through the cache at the start ("" when read
   // live); sts_ still at it has not been replaced by a write's answer or a live read.
   std::string cached_version_;
+  // The step running now reads through the caches (Reconciler's cached_reads); it asked to act
+  // destructively on them, so it runs again on live reads before anything else.
   bool reading_cached_ = false;
   bool live_reads_wanted_ = false;
   std::optional<std::pair<std::string, std::string>> retry_of_;  // operation, by

@@ -21,6 +21,15 @@ namespace {
 
 using namespace testing;
 
+// Each claim's uid, by name, as the resize finds them.
+std::map<std::string, std::string> claim_uids(const ResizeWorld& world) {
+  std::map<std::string, std::string> uids;
+  for (const std::string& name : world.claim_names()) {
+    uids[name] = *k8s::uid(*world.kube.get_raw(world.claim(name)));
+  }
+  return uids;
+}
+
 // Reconciles until idle, the caches catching up every `lag` reconciles (the informers' events
 // come before the reconcile they wake; a step's own writes are read before the cache has them).
 ReconcileResult run_lagging(Reconciler& reconciler, ResizeWorld& world, LaggingCaches& caches,
@@ -105,10 +114,7 @@ TEST(StaleCacheSafety, ASourceIsNotDeletedOnACachedViewOfABackupSomeoneDeleted) 
   MemoryJournal journal;
   Reconciler reconciler{caches.reads.live(), journal, world.clock,  world.events,
                         two_copies(),        nullptr, &caches.reads};
-  std::map<std::string, std::string> uids;
-  for (const std::string& name : world.claim_names()) {
-    uids[name] = *k8s::uid(*world.kube.get_raw(world.claim(name)));
-  }
+  const std::map<std::string, std::string> uids = claim_uids(world);
 
   // Until every backup is verified and Recreating is next, the caches keeping up.
   set_mode(world, "manual");
@@ -163,10 +169,7 @@ TEST(StaleCacheSafety, NoSourceIsDeletedOnACachedViewOfAStatefulSetSomeoneScaled
   Reconciler reconciler{caches.reads.live(), journal, world.clock,  world.events,
                         two_copies(),        nullptr, &caches.reads};
   const std::vector<std::string> names = world.claim_names();
-  std::map<std::string, std::string> uids;
-  for (const std::string& name : names) {
-    uids[name] = *k8s::uid(*world.kube.get_raw(world.claim(name)));
-  }
+  const std::map<std::string, std::string> uids = claim_uids(world);
   auto same = [&](const std::string& name) {  // and not being deleted
     const auto pvc = world.kube.get_raw(world.claim(name));
     return pvc && k8s::uid(*pvc).value_or("") == uids.at(name) &&

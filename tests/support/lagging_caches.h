@@ -15,8 +15,6 @@
 
 namespace stsresize::testing {
 
-// The controller's caches, refreshed only when the test says: what the informers hold, trimmed
-// as they trim it, filtered as they filter it.
 struct LaggingCaches {
   explicit LaggingCaches(FakeKubernetes& kube) : kube(kube), reads(kube) {
     reads.serve(
