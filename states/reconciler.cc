@@ -135,6 +135,19 @@ std::expected<void, std::string> Reconciler::Session::commit_all(const std::vect
   return write_annotation();
 }
 
+std::expected<void, std::string> Reconciler::Session::journal_then_annotate(
+    const std::vector<Entry>& events) {
+  if (consumed_advance_ || clear_failed_label_) return commit_all(events);
+  if (auto appended = append_all(events); !appended) return appended;
+  annotation_pending_ = true;
+  return {};
+}
+
+ReconcileResult Reconciler::Session::written_out(ReconcileResult result) {
+  if (auto written = write_pending_annotation(); !written) return retry(written.error());
+  return result;
+}
+
 std::expected<void, std::string> Reconciler::Session::write_annotation() {
   auto desired = [&] {
     Json object = with_operation(sts_, op_);
@@ -174,10 +187,11 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
   sts_ = std::move(*written);
   consumed_advance_.reset();
   clear_failed_label_ = false;
+  annotation_pending_ = false;
   return {};
 }
 
-ReconcileResult Reconciler::Session::run() {
+ReconcileResult Reconciler::Session::run_journaled() {
   auto parsed = read_operation(sts_);
   if (!parsed) {
     emit_event(EventSeverity::Warning, "InvalidState", parsed.error() + "; no action taken");
@@ -231,6 +245,24 @@ std::expected<ValidatingFold*, ReconcileResult> Reconciler::Session::journal_vie
   return slot.get();
 }
 
+std::expected<bool, ReconcileResult> Reconciler::Session::annotation_lags_journal(
+    const Operation& annotated) {
+  auto records = r_.journal_.read(annotated.id);
+  if (!records) return std::unexpected(retry("journal: " + records.error().message));
+  ValidatingFold fold{PhaseMachine::rules()};
+  for (const JournalRecord& record : *records) {
+    if (record.sequence <= annotated.last_sequence) {
+      if (!fold.apply(record)) return false;  // journal_view() would have refused it
+    } else if (record.type == entry_type(entries::OperatorAction{})) {
+      // Its write would also have answered a person (the request removed, the failed label):
+      // from the annotation, the request is taken again.
+      return false;
+    }
+  }
+  return fold.state() && fold.state()->last_sequence == annotated.last_sequence &&
+         same_state(*fold.state(), annotated);
+}
+
 ReconcileResult Reconciler::Session::resume(Operation annotated) {
   auto view = journal_view(annotated.id);
   if (!view) return view.error();
@@ -239,9 +271,21 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
     op_ = *folder_->state();
     return drive();
   }
+  const std::optional<Operation> journaled = folder_->state();
+  // The annotation is exactly what this journal held at an earlier sequence: the process
+  // journaled progress and died before the write that would have carried it (made before the
+  // next act, or at the end of the reconcile). Nobody else wrote since; the journal knows more.
+  if (journaled && annotated.last_sequence < journaled->last_sequence) {
+    auto lags = annotation_lags_journal(annotated);
+    if (!lags) return lags.error();
+    if (*lags) {
+      op_ = *journaled;
+      annotation_pending_ = true;
+      return drive();
+    }
+  }
   // The journal is missing (new volume, lost file) or lags/leads the annotation by a step the
   // process did not live to write: continue from the annotation, and say so in the journal.
-  const std::optional<Operation> journaled = folder_->state();
   op_ = annotated;
   op_.last_sequence = journaled ? journaled->last_sequence : 0;
   // The annotation is authoritative only as the engine writes it: no step leaves a phase before
@@ -293,6 +337,9 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
   }
   events.push_back(entries::PhaseChanged{from, *next, event});
   if (is_terminal(*next)) events.push_back(entries::OperationFinished{*next});
+  // Written at once, with any progress journaled before it: the phase annotation names every
+  // phase the operation enters (the admission fence, `kubectl get -L`, the crash tests'
+  // boundaries), and an end is reported as done by the listener and the Events below.
   if (auto committed = commit_all(events); !committed) {
     return std::unexpected(retry(committed.error()));
   }

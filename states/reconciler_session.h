@@ -72,13 +72,15 @@ class Reconciler::Session final : public StepJournal {
   Session(Reconciler& owner, ObjectRef ref, Json statefulset)
       : r_(owner), sts_(std::move(statefulset)), ref_(std::move(ref)) {}
 
-  ReconcileResult run();
+  ReconcileResult run() { return written_out(run_journaled()); }
   // The StatefulSet given was read through the cached reads: a destructive step reads it live.
   void read_through_cache() { cached_version_ = k8s::resource_version(sts_).value_or(""); }
   // The StatefulSet is gone mid-way through UpdatingTemplate: continue `stored`, the operation
   // recorded in the definition kept in the ConfigMap.
-  ReconcileResult recover(Operation stored) { return resume(std::move(stored)); }
+  ReconcileResult recover(Operation stored) { return written_out(resume(std::move(stored))); }
 
+  // The annotation holds every entry journaled before an act: one that lags only by entries
+  // since the last act is what a crash between an act and its record leaves anyway.
   std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                           std::string_view detail) override {
     if (reading_cached_ && destroys_data(action, target.kind)) {
@@ -86,11 +88,12 @@ class Reconciler::Session final : public StepJournal {
       return std::unexpected(std::string{action} + " " + to_string(target) +
                              " is decided on live reads: the step runs again on them");
     }
+    if (auto written = write_pending_annotation(); !written) return written;
     return append_all({entries::ActionIntended{op_.phase, std::string{action}, to_string(target),
                                                std::string{detail}}});
   }
   std::expected<void, std::string> commit(const Entry& entry) override {
-    return commit_all({entry});
+    return journal_then_annotate({entry});
   }
   std::expected<void, std::string> append(const Entry& entry) override {
     return append_all({entry});
@@ -139,6 +142,10 @@ class Reconciler::Session final : public StepJournal {
   // The journal's ValidatingFold of operation `id`, from the cache while it is current, else folded
   // again. An inconsistent stream is reported (JournalInconsistent) and is the error.
   std::expected<ValidatingFold*, ReconcileResult> journal_view(const std::string& id);
+  // True when `annotated` is the state the journal folded to at its lastSequence, and no
+  // record since is an OperatorAction: progress journaled by a process that died before the
+  // annotation write carrying it.
+  std::expected<bool, ReconcileResult> annotation_lags_journal(const Operation& annotated);
   // No state on the StatefulSet, yet the journal's latest stream for it is an operation that got
   // past Planning and did not end (the state annotation removed by hand; the StatefulSet deleted
   // and applied again): forgetting it would leave the data in its backup claims and the set at
@@ -204,7 +211,18 @@ class Reconciler::Session final : public StepJournal {
   std::expected<void, std::string> append_all(const std::vector<Entry>& events);
   // append + the annotation that makes the new state authoritative.
   std::expected<void, std::string> commit_all(const std::vector<Entry>& events);
+  // append; the annotation is written before the next act (intend()), at the next transition
+  // (advance()) or at the end of the reconcile (written_out()), so progress recorded between
+  // two acts costs one write. At once when the write also answers a person (a consumed advance
+  // request, the failed label).
+  std::expected<void, std::string> journal_then_annotate(const std::vector<Entry>& events);
   std::expected<void, std::string> write_annotation();
+  std::expected<void, std::string> write_pending_annotation() {
+    return annotation_pending_ ? write_annotation() : std::expected<void, std::string>{};
+  }
+  // `result` once the pending annotation is written; a retry if it could not be.
+  ReconcileResult written_out(ReconcileResult result);
+  ReconcileResult run_journaled();
 
   // A Kubernetes Event on the StatefulSet (best effort), not a journal entry.
   void emit_event(EventSeverity severity, std::string_view reason, const std::string& message) {
@@ -222,6 +240,8 @@ class Reconciler::Session final : public StepJournal {
   // Set by take_retry: the next annotation write removes the label stsresize.dev/failed, and
   // begin() names the operation retried and who asked.
   bool clear_failed_label_ = false;
+  // Journaled entries the state annotation does not hold yet (journal_then_annotate).
+  bool annotation_pending_ = false;
   // The resourceVersion of the StatefulSet as read through the cache at the start ("" when read
   // live); sts_ still at it has not been replaced by a write's answer or a live read.
   std::string cached_version_;

@@ -4,8 +4,9 @@
 // at any point, converges to the same result without repeating a side effect that already
 // happened. Before a side effect the step calls journal.intend() (no journal entry, no act);
 // progress (a verified backup, a deleted source...) is reported through journal.commit(),
-// which journals the entry and writes the annotation — itself the one mutating call of that
-// invocation. After any mutating call a step returns Waiting(0): the reconciler calls again.
+// which journals the entry; the state annotation carrying it is written before the next
+// intend() and at the end of the reconcile, so a step never acts on progress the cluster does
+// not hold. After any mutating call a step returns Waiting(0): the reconciler calls again.
 #include <expected>
 #include <string>
 #include <string_view>
@@ -27,8 +28,9 @@ class StepJournal {
   // could not record it: the step must not act.
   virtual std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                                   std::string_view detail) = 0;
-  // Journals a progress entry, applies it to the operation and writes the state annotation that
-  // makes it authoritative: the step's one mutating call.
+  // Journals a progress entry and applies it to the operation. The state annotation that makes
+  // it authoritative is written before the next intend() or at the end of the reconcile: a
+  // crash between leaves what a crash between an act and its entry leaves.
   virtual std::expected<void, std::string> commit(const Entry& entry) = 0;
   // Journals an entry that changes nothing in the operation (DefinitionSaved: the journal's
   // copy of what is about to be written); no annotation write. An error: the step must not act.
