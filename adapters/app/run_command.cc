@@ -377,6 +377,8 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
   // A namespace-scoped installation has no right to list cluster-scoped StorageClasses.
   controller_options.watch_storage_classes = config->ns.empty();
   Controller controller(*controller_kube, *controller_journal, clock, recorder, controller_options);
+  // An Event's involved object is the StatefulSet just written: its copy is in the caches.
+  recorder.read_objects_through(controller.reads());
   controller.export_metrics(metrics);
   controller.on_reconciled([&metrics](const std::string& key, std::string_view result,
                                       Duration took, const std::string& message) {

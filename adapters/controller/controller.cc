@@ -149,6 +149,10 @@ Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
   }
 }
 
+Kubernetes& Controller::reads() {
+  return *cached_reads_;
+}
+
 Controller::~Controller() {
   stop();
 }

@@ -88,6 +88,10 @@ class Controller {
   // Stops handing out work, waits for reconciles in flight, stops the informers. Idempotent.
   void stop();
 
+  // The Kubernetes port the Reconcilers read through: the informers' caches where they answer,
+  // live reads otherwise. Writes pass through to the port given at construction.
+  Kubernetes& reads();
+
   // Series for /metrics: queue depth, informer counters, operations by phase.
   void export_metrics(ControllerMetrics& metrics);
   // Called after every reconcile (for /metrics and logs); set before start_workers().

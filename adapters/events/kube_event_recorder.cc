@@ -88,7 +88,8 @@ void KubeEventRecorder::create(const ObjectRef& about, const std::string& type,
   if (is_namespaced(about.kind)) involved["namespace"] = about.ns;
   // uid and apiVersion are what `kubectl describe` matches events on; without the object we
   // still record, less findable.
-  if (auto object = kube_.get(about)) {
+  Kubernetes* reads = reads_.load();
+  if (auto object = (reads != nullptr ? *reads : kube_).get(about)) {
     const Json& metadata = object->value("metadata", Json::object());
     for (const char* field : {"uid", "resourceVersion"}) {
       if (metadata.contains(field)) involved[field] = metadata[field];

@@ -8,6 +8,7 @@
 //
 // Best effort, as the EventRecorder port demands: failures never propagate. Each one is
 // counted and handed to `on_failure` (the application logs it). Thread-safe.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,6 +41,11 @@ class KubeEventRecorder final : public EventRecorder {
 
   std::int64_t failures() const;
 
+  // Read the involved object (its uid, apiVersion, resourceVersion) through `reads` rather than
+  // the port events are written to: the controller's cached reads, which answer from the
+  // informers an object the controller has just written. Set before the first record().
+  void read_objects_through(Kubernetes& reads) { reads_ = &reads; }
+
  private:
   struct Series {
     std::string ns;
@@ -54,6 +60,7 @@ class KubeEventRecorder final : public EventRecorder {
   void failed(const ObjectRef& about, std::string_view reason, const KubeError& error);
 
   Kubernetes& kube_;
+  std::atomic<Kubernetes*> reads_{nullptr};
   const Clock& clock_;
   KubeEventRecorderOptions options_;
   FailureCallback on_failure_;

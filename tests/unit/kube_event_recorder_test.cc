@@ -62,6 +62,23 @@ TEST_F(KubeEventRecorderTest, CreatesAnEventThatKubectlDescribeFinds) {
   EXPECT_EQ(recorder.failures(), 0);
 }
 
+TEST_F(KubeEventRecorderTest, TheInvolvedObjectIsReadThroughThePortItIsGiven) {
+  FakeKubernetes reads{clock};
+  Json elsewhere = web_object;
+  elsewhere["metadata"].erase("resourceVersion");
+  elsewhere["metadata"].erase("uid");
+  auto held = reads.system().create(Kind::StatefulSet, elsewhere);
+  ASSERT_TRUE(held) << held.error().message;
+  recorder.read_objects_through(reads);
+  recorder.record(web, EventSeverity::Normal, "PhaseChanged", "Planning -> ScalingDown");
+  EXPECT_EQ(kube.calls(Verb::Get), 0);
+  EXPECT_EQ(reads.calls(Verb::Get), 1);
+  const auto all = events();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["involvedObject"]["uid"], (*held)["metadata"]["uid"]);
+  EXPECT_TRUE(reads.list_raw(Kind::Event).empty());
+}
+
 TEST_F(KubeEventRecorderTest, RepeatWithinTheWindowCountsOnTheSameEvent) {
   const std::string first = format_rfc3339(clock.now());
   recorder.record(web, EventSeverity::Normal, "Waiting", "waiting for pods");
