@@ -16,6 +16,7 @@
 #include "states/reconciler_session.h"
 #include "states/step.h"
 #include "states/step_support.h"
+#include "states/volume_memo.h"
 
 namespace stsresize {
 
@@ -273,14 +274,17 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
   }
   const std::optional<Operation> journaled = folder_->state();
   // The annotation is exactly what this journal held at an earlier sequence: the process
-  // journaled progress and died before the write that would have carried it (made before the
-  // next act, or at the end of the reconcile). Nobody else wrote since; the journal knows more.
+  // journaled a transition or progress and died before the write that would have carried it
+  // (made at the transition, before the next act, or at the end of the reconcile). Nobody else
+  // wrote since; the journal knows more.
   if (journaled && annotated.last_sequence < journaled->last_sequence) {
     auto lags = annotation_lags_journal(annotated);
     if (!lags) return lags.error();
     if (*lags) {
+      // Written before anything else, as the transition it may hold would have been: the phase
+      // annotation names every phase the operation enters.
       op_ = *journaled;
-      annotation_pending_ = true;
+      if (auto written = write_annotation(); !written) return retry(written.error());
       return drive();
     }
   }
@@ -430,6 +434,9 @@ ReconcileResult Reconciler::Session::drive() {
   if (auto reported = report_queued_request(); !reported) return retry(reported.error());
   StatefulSetWrites kube{r_.kube_};
   StatefulSetWrites cached_kube{r_.tracked_cached_ ? *r_.tracked_cached_ : r_.kube_};
+  VolumeMemo::Volumes volumes;
+  VolumeMemo cached_volumes{cached_kube, volumes, VolumeMemo::Mode::Answer};
+  VolumeMemo live_volumes{kube, volumes, VolumeMemo::Mode::Record};
   for (int i = 0; i < r_.settings_.max_steps_per_reconcile; ++i) {
     if (!sts_.is_null()) {
       if (auto answered = take_operator_request()) return *answered;
@@ -469,7 +476,7 @@ ReconcileResult Reconciler::Session::drive() {
     if (r_.tracked_cached_) {
       reading_cached_ = true;
       live_reads_wanted_ = false;
-      StepContext ctx{cached_kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+      StepContext ctx{cached_volumes, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
       outcome = step(ctx);
       reading_cached_ = false;
     }
@@ -483,7 +490,7 @@ ReconcileResult Reconciler::Session::drive() {
         sts_ = std::move(*fresh);
         cached_version_.clear();
       }
-      StepContext ctx{kube, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+      StepContext ctx{live_volumes, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
       outcome = step(ctx);
     }
     const bool wrote_on_cached = cached_kube.take();
