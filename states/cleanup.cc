@@ -19,6 +19,9 @@ StepOutcome cleanup_step(StepContext& ctx) {
                                        lingering)) {
       return *now;
     }
+    // Both policies put back: that came after its backup claim was gone (below). Not read
+    // again, live, at each volume's policy put back after it.
+    if (claim.copy_policy_restored && claim.source_policy_restored) continue;
     const ObjectRef backup = claim_ref(ctx.op, naming::backup_claim(claim.claim));
     if (!claim.restore_verified) {
       auto present = get_optional(ctx, backup);

@@ -321,6 +321,25 @@ TEST_F(Steps, BackupIsNeverDeletedBeforeItsRestoreIsVerified) {
   EXPECT_EQ(world.kube.mutations(), 0);
 }
 
+// On the rebind path a claim's policies are put back only once its backup claim is gone: a
+// claim whose two policies are back is not looked at again (each policy put back runs again on
+// live reads, which would ask for every earlier backup claim, each answered 404).
+TEST_F(Steps, CleanupDoesNotReadTheBackupOfAClaimWhosePoliciesAreBack) {
+  op.path = Path::Rebind;
+  for (ClaimPlan& claim : op.claims) {
+    claim.restore_verified = TreeSummary{1, 1, "d"};
+    claim.source_volume = "pv-" + claim.claim;
+    claim.copy_volume = "pv-" + claim.claim + "-copy";
+    claim.source_policy = claim.copy_policy = "Delete";
+    claim.source_policy_restored = claim.copy_policy_restored = true;
+  }
+  at(Phase::CleaningUp);
+  const int reads = world.kube.calls(Verb::Get, Kind::PersistentVolumeClaim);
+  EXPECT_TRUE(run(&cleanup_step).is(StepOutcome::Kind::Done));
+  EXPECT_EQ(world.kube.calls(Verb::Get, Kind::PersistentVolumeClaim), reads);
+  EXPECT_EQ(world.kube.mutations(), 0);
+}
+
 TEST_F(Steps, ScaleBackRefusesWhenASourceIsNoLongerIntact) {
   op.claims[1].source_uid = "another-uid";
   at(Phase::ScalingBack);
