@@ -254,9 +254,12 @@ std::expected<bool, ReconcileResult> Reconciler::Session::annotation_lags_journa
   for (const JournalRecord& record : *records) {
     if (record.sequence <= annotated.last_sequence) {
       if (!fold.apply(record)) return false;  // journal_view() would have refused it
-    } else if (record.type == entry_type(entries::OperatorAction{})) {
-      // Its write would also have answered a person (the request removed, the failed label):
-      // from the annotation, the request is taken again.
+    } else if (record.type == entry_type(entries::OperatorAction{}) ||
+               record.type == entry_type(entries::PhaseChanged{})) {
+      // An OperatorAction's write would also have answered a person (the request removed, the
+      // failed label): from the annotation, the request is taken again. A transition's write
+      // failed (it is written at once): from the annotation, it is taken again with its Events
+      // and, for an end, its metrics.
       return false;
     }
   }
@@ -273,16 +276,14 @@ ReconcileResult Reconciler::Session::resume(Operation annotated) {
     return drive();
   }
   const std::optional<Operation> journaled = folder_->state();
-  // The annotation is exactly what this journal held at an earlier sequence: the process
-  // journaled a transition or progress and died before the write that would have carried it
-  // (made at the transition, before the next act, or at the end of the reconcile). Nobody else
-  // wrote since; the journal knows more.
+  // The annotation is exactly what this journal held at an earlier sequence, and only progress
+  // was journaled since: the process died before the write that would have carried it (made
+  // before the next act, or at the end of the reconcile). Nobody else wrote since; the journal
+  // knows more.
   if (journaled && annotated.last_sequence < journaled->last_sequence) {
     auto lags = annotation_lags_journal(annotated);
     if (!lags) return lags.error();
     if (*lags) {
-      // Written before anything else, as the transition it may hold would have been: the phase
-      // annotation names every phase the operation enters.
       op_ = *journaled;
       if (auto written = write_annotation(); !written) return retry(written.error());
       return drive();

@@ -142,9 +142,9 @@ class Reconciler::Session final : public StepJournal {
   // The journal's ValidatingFold of operation `id`, from the cache while it is current, else folded
   // again. An inconsistent stream is reported (JournalInconsistent) and is the error.
   std::expected<ValidatingFold*, ReconcileResult> journal_view(const std::string& id);
-  // True when `annotated` is the state the journal folded to at its lastSequence, and no
-  // record since is an OperatorAction: progress journaled by a process that died before the
-  // annotation write carrying it.
+  // True when `annotated` is the state the journal folded to at its lastSequence, and every
+  // record since is progress (no PhaseChanged, no OperatorAction): journaled by a process that
+  // died before the annotation write carrying it.
   std::expected<bool, ReconcileResult> annotation_lags_journal(const Operation& annotated);
   // No state on the StatefulSet, yet the journal's latest stream for it is an operation that got
   // past Planning and did not end (the state annotation removed by hand; the StatefulSet deleted

@@ -5,8 +5,9 @@
 // happened. Before a side effect the step calls journal.intend() (no journal entry, no act);
 // progress (a verified backup, a deleted source...) is reported through journal.commit(),
 // which journals the entry; the state annotation carrying it is written before the next
-// intend() and at the end of the reconcile, so a step never acts on progress the cluster does
-// not hold. After any mutating call a step returns Waiting(0): the reconciler calls again.
+// intend(), at the next transition or at the end of the reconcile, so a step never acts on
+// progress the cluster does not hold. After any mutating call a step returns Waiting(0): the
+// reconciler calls again.
 #include <expected>
 #include <string>
 #include <string_view>
@@ -29,7 +30,8 @@ class StepJournal {
   virtual std::expected<void, std::string> intend(std::string_view action, const ObjectRef& target,
                                                   std::string_view detail) = 0;
   // Journals a progress entry and applies it to the operation. The state annotation that makes
-  // it authoritative is written before the next intend() or at the end of the reconcile: a
+  // it authoritative is written before the next intend(), at the next transition or at the end
+  // of the reconcile: a
   // crash between leaves what a crash between an act and its entry leaves.
   virtual std::expected<void, std::string> commit(const Entry& entry) = 0;
   // Journals an entry that changes nothing in the operation (DefinitionSaved: the journal's

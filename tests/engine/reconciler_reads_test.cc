@@ -8,6 +8,8 @@
 #include "engine/k8s_objects.h"
 #include "states/machine.h"
 #include "states/reconciler.h"
+#include "tests/support/approvals.h"
+#include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
 namespace stsresize {
@@ -48,15 +50,32 @@ TEST(ReconcilerReads, AStepSeesTheReplicasItSetInTheStepAfter) {
   EXPECT_EQ(world.kube.mutations(), writes);
 }
 
-// The plan and Planning -> ScalingDown are journaled; the process dies before the one write
-// that carries them (made before the replicas' update). The next process finds the annotation
-// at an earlier sequence of its own journal and continues from the journal: no Resumed, no
-// plan made twice, no Warning that someone changed the state.
+// Recreating journals the original policies of data-web-0's two volumes (VolumeRetained,
+// source and copy); the process dies on the write that carries them, made before the first is
+// set to Retain. The next process finds the annotation at an earlier sequence of its own
+// journal and continues from the journal: no Resumed, each policy journaled once, no Warning
+// that someone changed the state.
 TEST(ReconcilerReads, AProcessThatDiedBeforeTheAnnotationWriteIsContinuedFromItsJournal) {
   ResizeWorld world;
   world.seed(/*expandable=*/false);
   MemoryJournal journal;
-  // The operation's start is written; every later write of the StatefulSet fails.
+  set_mode(world, "manual");
+  {
+    Reconciler approved{world.kube, journal, world.clock, world.events};
+    for (int i = 0; i < 30; ++i) {
+      reconcile_until(approved, world,
+                      {"awaiting approval",
+                       [&](const ReconcileResult&) { return awaiting(world).has_value(); }},
+                      {.limit = 100});
+      auto waiting = awaiting(world);
+      ASSERT_TRUE(waiting);
+      if (waiting->from == Phase::BackingUp) break;
+      ASSERT_TRUE(approve_waiting(world, "alice", "approve-" + std::to_string(i)));
+    }
+  }
+  ASSERT_EQ(awaiting(world)->to, Phase::Recreating);
+  ASSERT_TRUE(approve_waiting(world, "alice", "recreate"));
+  // The transition (with the approval) is written; every later write of the StatefulSet fails.
   const FaultRule dead{.verb = Verb::Update,
                        .kind = Kind::StatefulSet,
                        .times = FaultRule::kForever,
@@ -71,38 +90,31 @@ TEST(ReconcilerReads, AProcessThatDiedBeforeTheAnnotationWriteIsContinuedFromIts
   world.kube.clear_faults();
   auto annotated = read_operation(world.live_sts());
   ASSERT_TRUE(annotated && annotated->has_value());
+  ASSERT_EQ((*annotated)->phase, Phase::Recreating);
+  ASSERT_TRUE((*annotated)->claims[0].source_policy.empty());
   const std::string id = (*annotated)->id;
-  auto before = journal.read(id);
-  ASSERT_TRUE(before);
-  auto journaled = fold(*before, PhaseMachine::rules());
-  ASSERT_TRUE(journaled) << journaled.error().message;
-  ASSERT_EQ(journaled->phase, Phase::ScalingDown);
-  // The annotation as the start wrote it: the plan and a transition behind.
-  ASSERT_EQ((*annotated)->phase, Phase::Planning);
-  ASSERT_EQ((*annotated)->path, Path::Undecided);
-  ASSERT_EQ(k8s::spec_replicas(world.live_sts()).value_or(-1), 3);
+  const auto count = [&](std::string_view type) {
+    auto records = journal.read(id);
+    EXPECT_TRUE(records);
+    int n = 0;
+    for (const JournalRecord& record : *records) n += record.type == type;
+    return n;
+  };
+  ASSERT_EQ(count("VolumeRetained"), 2);
 
+  set_mode(world, "auto");
   Reconciler next{world.kube, journal, world.clock, world.events};
-  ASSERT_TRUE(next.reconcile(kNs, kSts).is(ReconcileResult::Kind::RequeueAfter));
+  reconcile_to_idle(next, world, 200);
 
-  EXPECT_EQ(k8s::spec_replicas(world.live_sts()).value_or(-1), 0);
-  auto phase = k8s::annotation(world.live_sts(), kPhaseAnnotation);
-  ASSERT_TRUE(phase && phase->has_value());
-  EXPECT_EQ(**phase, "ScalingDown");
+  EXPECT_EQ(count("Resumed"), 0);
+  EXPECT_EQ(count("VolumeRetained"), 2 * static_cast<int>((*annotated)->claims.size()));
   EXPECT_FALSE(world.events.contains("StateRestored"));
   EXPECT_FALSE(world.events.contains("JournalMismatch"));
-  auto after = journal.read(id);
-  ASSERT_TRUE(after);
-  int resumed = 0, planned = 0;
-  for (const JournalRecord& record : *after) {
-    resumed += record.type == "Resumed";
-    planned += record.type == "Planned";
-  }
-  EXPECT_EQ(resumed, 0);
-  EXPECT_EQ(planned, 1);
-  auto folded = fold(*after, PhaseMachine::rules());
+  auto records = journal.read(id);
+  ASSERT_TRUE(records);
+  auto folded = fold(*records, PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
-  EXPECT_EQ(folded->phase, Phase::ScalingDown);
+  EXPECT_EQ(folded->phase, Phase::Completed);
 }
 
 }  // namespace

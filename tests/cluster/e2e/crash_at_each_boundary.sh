@@ -22,7 +22,7 @@
 #   journal-kept: also the one the journal's VolumeRetained names), every volume left Bound to
 #   its claim with reclaim policy Delete, no volume of the old claims and no copy's left over
 #   (rebind_assert_volumes); journal-kept: Planned says "Rebind path" and every policy put back
-#   was journaled (ReclaimPolicyRestored, two per claim);
+#   was journaled (ReclaimPolicyRestored, two distinct rows per claim);
 # - e2e_assert_resized (sizes, sha256 of every file, 3/3 Ready, templates, nothing left), and
 #   `stsresize replay` exits 0 with one operation, the one named by last-operation, Completed.
 # The crash points are printed last.
@@ -203,11 +203,14 @@ if [[ $class == sim-fixed ]]; then
   if [[ $mode == journal-kept ]]; then
     planned=$(rebind_planned "$work/journal.db")
     [[ $planned == "Rebind path, "* ]] || fail "Planned says: $planned"
-    copies=$(rebind_retained "$work/journal.db" copy | awk '{ print $1, $2 }' | sort)
+    # Distinct rows: a crash between journaling a transition and its annotation write resumes
+    # from the annotation, which holds neither the transition nor the progress journaled since
+    # the last act before it: that progress is journaled again after the Resumed.
+    copies=$(rebind_retained "$work/journal.db" copy | awk '{ print $1, $2 }' | sort -u)
     [[ $copies == "$(for i in 0 1 2; do echo "data-web-$i $(jp "pvc/data-web-$i" '{.spec.volumeName}')"; done)" ]] ||
       fail "the journal's copies ($copies) are not the claims' volumes"
-    restored=$(rebind_count "$work/journal.db" ReclaimPolicyRestored)
-    ((restored == 6)) || fail "$restored ReclaimPolicyRestored rows, not 6 (two per claim)"
+    restored=$(_rebind_rows "$work/journal.db" ReclaimPolicyRestored | sort -u | grep -c . || true)
+    ((restored == 6)) || fail "$restored distinct ReclaimPolicyRestored rows, not 6 (two per claim)"
     ok "journal: Planned \"${planned:0:40}...\", the copies journaled are the claims' volumes, 6 policies put back"
   fi
   rebind_assert_volumes web 3 Delete 60 "${volumes_before[@]}"
