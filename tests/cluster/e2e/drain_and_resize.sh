@@ -142,12 +142,15 @@ wait_ended() {
   done
 }
 
-# wait_new_operation NOT SECS: the id of the running operation once it is not NOT.
+# wait_new_operation NOT SECS: "ID KIND" of the running operation once it is not NOT, both from
+# one read of its state: a drain of one ordinal whose cleanup is quick can be over (its state
+# removed) by the next read.
 wait_new_operation() {
-  local deadline=$((SECONDS + $2)) id
+  local deadline=$((SECONDS + $2)) state id
   while :; do
-    id=$(operation)
-    [[ -n $id && $id != "$1" ]] && { echo "$id"; return 0; }
+    state=$(annotation state)
+    id=$(jq -r '.id // empty' <<<"$state" 2>/dev/null || true)
+    [[ -n $id && $id != "$1" ]] && { echo "$id $(jq -r '.kind // "Resize"' <<<"$state")"; return 0; }
     ((SECONDS > deadline)) && fail "no new operation after $2s (phase '$(annotation phase)', last $(annotation last-operation), status '$(annotation resize-status)')"
     _e2e_any_controller_alive || fail "the controller exited: $(tail -n 20 "$work/controller.log")"
     sleep 0.3
@@ -317,8 +320,9 @@ case $case_name in
 
     step "release the cleanup: web-2's files archived, data-web-2 gone; then the resize"
     touch "$receipts/release"
-    resize=$(wait_new_operation "$drain" 180)
-    [[ $(annotation state | jq -r '.kind // "Resize"') == Resize ]] || fail "operation $resize is not a resize: $(annotation state)"
+    new=$(wait_new_operation "$drain" 180)
+    resize=${new%% *}
+    [[ ${new#* } == Resize ]] || fail "operation $resize is not a resize: $new"
     [[ $(last_operation) == "$drain" && $(annotation last-operation) == *Completed* ]] ||
       fail "the resize began but the drain did not complete first: last $(annotation last-operation)"
     ! k get pvc data-web-2 >/dev/null 2>&1 || fail "the resize began while data-web-2 is still there"
@@ -401,8 +405,9 @@ case $case_name in
 
     step "the person scales to 2 again: ordinal 2's resized claim is drained"
     k scale statefulset web --replicas=2 >/dev/null
-    drain=$(wait_new_operation "$resize" 120)
-    [[ $(annotation state | jq -r '.kind // "Resize"') == Drain ]] || fail "operation $drain is not a drain: $(annotation state)"
+    new=$(wait_new_operation "$resize" 120)
+    drain=${new%% *}
+    [[ ${new#* } == Drain ]] || fail "operation $drain is not a drain: $new"
     wait_ended "$drain" 180
     assert_cleanup_succeeded 2
     assert_receipt 2
