@@ -31,8 +31,7 @@ class StepJournal {
                                                   std::string_view detail) = 0;
   // Journals a progress entry and applies it to the operation. The state annotation that makes
   // it authoritative is written before the next intend(), at the next transition or at the end
-  // of the reconcile: a
-  // crash between leaves what a crash between an act and its entry leaves.
+  // of the reconcile: a crash between leaves what a crash between an act and its entry leaves.
   virtual std::expected<void, std::string> commit(const Entry& entry) = 0;
   // Journals an entry that changes nothing in the operation (DefinitionSaved: the journal's
   // copy of what is about to be written); no annotation write. An error: the step must not act.
