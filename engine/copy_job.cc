@@ -148,6 +148,65 @@ if [ "$source_summary" != "$destination_summary" ]; then
 fi
 )";
 
+// The pre-copy (Phase::PreCopying): rsync passes while the replica still writes to /source.
+// Nothing it does is trusted: BackingUp copies again with the replicas stopped and proves the
+// result. rsync's output goes to the log through tee (progress for people) and to a file for
+// its --stats; its own status is kept in a file, as a pipeline's would be lost without pipefail.
+constexpr std::string_view kPreCopyHead = R"(set -eu
+# stsresize pre-copy Job: copy /source/ to /destination/ while the replica still runs (see
+# engine/copy_job.h). Proves nothing: the copy Job copies again with the replica stopped.
+scratch=/tmp/stsresize-precopy.$$
+mkdir "$scratch"
+passes=0
+copied=0
+first=
+while :; do
+  passes=$((passes + 1))
+  started=$(date +%s)
+  echo "stsresize-precopy: pass $passes: rsync /source/ /destination/"
+  { status=0; )";
+
+constexpr std::string_view kPreCopyTail =
+    R"sh( /source/ /destination/ || status=$?; echo "$status" > "$scratch/status"; } | tee "$scratch/out"
+  status=$(cat "$scratch/status")
+  # 24: files vanished while rsync read them, which a running application does.
+  if [ "$status" -ne 0 ] && [ "$status" -ne 24 ]; then
+    message="stsresize-precopy: rsync failed with exit code $status in pass $passes"
+    printf '%s' "$message" > /dev/termination-log
+    echo "$message" >&2
+    exit "$status"
+  fi
+  sent=$(sed -n 's/^Total transferred file size: \([0-9,]*\) bytes.*$/\1/p' "$scratch/out")
+  sent=$(printf '%s' "$sent" | tr -d ,)
+  case "$sent" in
+    ''|*[!0-9]*)
+      message="stsresize-precopy: no transferred size in rsync's statistics of pass $passes"
+      printf '%s' "$message" > /dev/termination-log
+      echo "$message" >&2
+      exit 4 ;;
+  esac
+  copied=$((copied + sent))
+  if [ -z "$first" ]; then first=$sent; fi
+  # Another pass only while the last one still moved more than a sixteenth of what the first
+  # did, and at most MAX_PASSES in all: a pre-copy that cannot catch up with the writes still
+  # ends, and BackingUp copies the rest.
+  if [ "$passes" -ge MAX_PASSES ] || [ "$sent" -le $((first / 16)) ]; then break; fi
+done
+# rsync's quick check compares sizes and modification times in whole seconds: a file the
+# application changed in the same second as the last pass copied it would pass for unchanged.
+# Every file whose time is from 3 s before that pass on gets time 0 here, so the copy with the
+# replicas stopped copies it again; any older file changed since has a time at least 3 s newer.
+# (A volume whose times run more than 3 s behind this node's clock can still hide a change;
+# the summaries of that copy then differ and the resize stops with its sources intact.)
+touch -d "@$((started - 3))" "$scratch/since"
+find /destination -type f -newer "$scratch/since" -print0 > "$scratch/recent"
+xargs -0 -r touch -c -d @0 < "$scratch/recent"
+rm -rf "$scratch"
+result="{\"v\":1,\"passes\":$passes,\"bytes\":$copied}"
+printf '%s' "$result" > /dev/termination-log
+echo "stsresize-precopy: $result"
+)sh";
+
 std::string format_tree(const TreeSummary& tree) {
   return "{\"files\":" + std::to_string(tree.files) + ",\"bytes\":" + std::to_string(tree.bytes) +
          ",\"digest\":\"" + tree.digest + "\"}";
@@ -256,6 +315,73 @@ std::string copy_script(const CopyJobSettings& settings) {
   return script;
 }
 
+std::string pre_copy_script(const CopyJobSettings& settings) {
+  std::string script{kPreCopyHead};
+  script += "rsync --info=progress2 --stats --no-human-readable";
+  for (const std::string& flag : settings.rsync_flags) {
+    script += ' ';
+    script += shell_quoted(flag);
+  }
+  std::string tail{kPreCopyTail};
+  const std::string placeholder = "MAX_PASSES";
+  for (auto at = tail.find(placeholder); at != std::string::npos; at = tail.find(placeholder)) {
+    tail.replace(at, placeholder.size(), std::to_string(kMaxPreCopyPasses));
+  }
+  script += tail;
+  return script;
+}
+
+std::expected<PreCopyResult, std::string> parse_pre_copy_result(const std::string& message) {
+  const Json parsed = Json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (message.empty() || parsed.is_discarded()) {
+    return std::unexpected("pre-copy result is not valid JSON: " + message.substr(0, 200));
+  }
+  if (auto ok = has_exactly(parsed, {"v", "passes", "bytes"}, "pre-copy result"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  const Json& version = parsed.at("v");
+  if (!version.is_number_integer() || version.get<std::int64_t>() != 1) {
+    return std::unexpected("pre-copy result has unsupported version " + version.dump() +
+                           " (expected 1)");
+  }
+  auto passes = count(parsed.at("passes"), "pre-copy result passes");
+  if (!passes) return std::unexpected(passes.error());
+  auto bytes = count(parsed.at("bytes"), "pre-copy result bytes");
+  if (!bytes) return std::unexpected(bytes.error());
+  if (*passes < 1 || *passes > kMaxPreCopyPasses) {
+    return std::unexpected("pre-copy result has " + std::to_string(*passes) + " passes (1 to " +
+                           std::to_string(kMaxPreCopyPasses) + " expected)");
+  }
+  return PreCopyResult{*passes, *bytes};
+}
+
+std::string format_pre_copy_result(const PreCopyResult& result) {
+  return "{\"v\":1,\"passes\":" + std::to_string(result.passes) +
+         ",\"bytes\":" + std::to_string(result.bytes) + "}";
+}
+
+void place_beside(Json& pod_spec, const std::string& node, const Json& node_tolerations,
+                  const CopyJobSettings& settings) {
+  Json tolerations = settings.tolerations.is_array() ? settings.tolerations : Json::array();
+  if (!node.empty()) {
+    // By the node's name, as a DaemonSet pins its pods: a hostname label may differ from it.
+    pod_spec["affinity"] = {
+        {"nodeAffinity",
+         {{"requiredDuringSchedulingIgnoredDuringExecution",
+           {{"nodeSelectorTerms",
+             Json::array(
+                 {{{"matchFields", Json::array({{{"key", "metadata.name"},
+                                                 {"operator", "In"},
+                                                 {"values", Json::array({node})}}})}}})}}}}}};
+    if (node_tolerations.is_array()) {
+      for (const Json& toleration : node_tolerations) tolerations.push_back(toleration);
+    }
+  } else if (!settings.node_selector.empty()) {
+    pod_spec["nodeSelector"] = settings.node_selector;
+  }
+  if (!tolerations.empty()) pod_spec["tolerations"] = std::move(tolerations);
+}
+
 // {"requests":{...},"limits":{...}} with the values that are set; {} when none is.
 Json container_resources(const CopyJobResources& resources) {
   Json out = Json::object();
@@ -269,7 +395,10 @@ Json container_resources(const CopyJobResources& resources) {
   return out;
 }
 
-Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
+namespace {
+
+Json build_job(const CopyJobRequest& request, const Placement* pre_copy,
+               const CopyJobSettings& settings) {
   const Json labels = {
       {"app.kubernetes.io/managed-by", "stsresize"},
       {std::string{kOperationLabel}, naming::label_value(request.operation_id)},
@@ -289,7 +418,9 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
       {"name", "copy"},
       {"image", settings.image},
       {"imagePullPolicy", "IfNotPresent"},
-      {"command", Json::array({"/bin/sh", "-c", copy_script(settings)})},
+      {"command",
+       Json::array({"/bin/sh", "-c",
+                    pre_copy != nullptr ? pre_copy_script(settings) : copy_script(settings)})},
       {"volumeMounts", Json::array({
                            {{"name", "source"}, {"mountPath", "/source"}, {"readOnly", true}},
                            {{"name", "destination"}, {"mountPath", "/destination"}},
@@ -298,7 +429,7 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
       {"terminationMessagePath", "/dev/termination-log"},
       {"terminationMessagePolicy", "File"},
   };
-  if (request.destination_bytes > 0) {
+  if (request.destination_bytes > 0 && pre_copy == nullptr) {
     container["env"] = Json::array({{{"name", "STSRESIZE_DESTINATION_BYTES"},
                                      {"value", std::to_string(request.destination_bytes)}}});
   }
@@ -327,12 +458,16 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
   if (!settings.pod_security_context.empty()) {
     pod_spec["securityContext"] = settings.pod_security_context;
   }
-  if (!settings.node_selector.empty()) pod_spec["nodeSelector"] = settings.node_selector;
-  if (!settings.tolerations.empty()) pod_spec["tolerations"] = settings.tolerations;
+  if (pre_copy != nullptr) {
+    place_beside(pod_spec, pre_copy->node, pre_copy->tolerations, settings);
+  } else {
+    place_beside(pod_spec, "", Json::array(), settings);
+  }
 
   // No ttlSecondsAfterFinished: the controller reads the result, then deletes the Job itself.
   Json job_spec = {
-      {"backoffLimit", settings.backoff_limit},
+      // A failed pre-copy is not tried again: BackingUp copies anyway.
+      {"backoffLimit", pre_copy != nullptr ? 0 : settings.backoff_limit},
       {"template", {{"metadata", {{"labels", labels}}}, {"spec", pod_spec}}},
       // A destination too small stays too small: no retry.
       {"podFailurePolicy",
@@ -356,6 +491,17 @@ Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settin
         {"annotations", annotations}}},
       {"spec", job_spec},
   };
+}
+
+}  // namespace
+
+Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings) {
+  return build_job(request, nullptr, settings);
+}
+
+Json build_pre_copy_job(const CopyJobRequest& request, const Placement& placement,
+                        const CopyJobSettings& settings) {
+  return build_job(request, &placement, settings);
 }
 
 }  // namespace stsresize

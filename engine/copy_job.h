@@ -96,6 +96,14 @@ struct CopyJobRequest {
   std::int64_t destination_bytes = 0;
 };
 
+// Where a Job that mounts a claim beside its replica runs: that replica's node ("" when none
+// runs: the scheduler places it) and its tolerations (the node may have taints only the
+// application tolerates).
+struct Placement {
+  std::string node;
+  Json tolerations = Json::array();
+};
+
 // The copy script's exit status when the destination cannot hold the source's data.
 inline constexpr int kDoesNotFitExitCode = 5;
 
@@ -123,10 +131,44 @@ inline constexpr int kDoesNotFitExitCode = 5;
 // two Jobs run from one image) is meaningful.
 std::string copy_script(const CopyJobSettings& settings);
 
+// The pre-copy's rsync passes: at most this many (the first copies everything, each later one
+// what was written meanwhile), fewer once a pass moves at most a sixteenth of the first's bytes.
+inline constexpr std::int64_t kMaxPreCopyPasses = 3;
+
+// What a pre-copy Job writes to its termination message: {"v":1,"passes":N,"bytes":B}, the
+// passes it ran and the bytes rsync transferred in all of them.
+struct PreCopyResult {
+  std::int64_t passes = 0;
+  std::int64_t bytes = 0;
+  friend bool operator==(const PreCopyResult&, const PreCopyResult&) = default;
+};
+std::expected<PreCopyResult, std::string> parse_pre_copy_result(const std::string& message);
+std::string format_pre_copy_result(const PreCopyResult& result);
+
+// The pre-copy Job's script (same shell subset as copy_script): rsync --stats passes of
+// /source/ into /destination/ with settings.rsync_flags while the application still writes
+// to /source (exit status 24, files vanished meanwhile, is not a failure), until a pass moves
+// at most a sixteenth of the first pass's bytes or kMaxPreCopyPasses ran; then the
+// PreCopyResult. Any other rsync failure: its exit status and "stsresize-precopy: rsync failed
+// with exit code N in pass P" as the termination message. Before the result, every destination
+// file whose modification time is from 3 s before the last pass began on is given time 0, so
+// that the copy after it (rsync's quick check: size and time in whole seconds) copies again any
+// file written in the same second as that pass copied it. It verifies nothing.
+std::string pre_copy_script(const CopyJobSettings& settings);
+
+// Pins a Job's pod to `node` by name (with `node_tolerations` added to the settings' own), or,
+// when `node` is empty, gives it the settings' nodeSelector; the settings' tolerations always.
+void place_beside(Json& pod_spec, const std::string& node, const Json& node_tolerations,
+                  const CopyJobSettings& settings);
+
 // A batch/v1 Job: labels stsresize.dev/operation=<id>, stsresize.dev/statefulset=<sts>,
 // stsresize.dev/purpose=<purpose>; restartPolicy Never; the source mounted read-only, an
 // emptyDir at /tmp; no service account token; command ["/bin/sh","-c",copy_script(settings)];
 // the requests and limits of settings.resources that are set.
 Json build_copy_job(const CopyJobRequest& request, const CopyJobSettings& settings);
+// The pre-copy Job (Phase::PreCopying): build_copy_job's, running pre_copy_script, never retried
+// (backoffLimit 0: BackingUp copies anyway), placed beside the replica (place_beside).
+Json build_pre_copy_job(const CopyJobRequest& request, const Placement& placement,
+                        const CopyJobSettings& settings);
 
 }  // namespace stsresize

@@ -196,6 +196,16 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return {};
           },
           [&](const ActionIntended& e) -> Result { return in_phase(e.phase); },
+          [&](const PreCopied& e) -> Result {
+            if (auto ok = in_phase(Phase::PreCopying); !ok) return ok;
+            if (e.passes < 0 || e.bytes < 0) {
+              return std::unexpected("PreCopied " + e.claim + " with a negative figure");
+            }
+            auto claim = claim_of(e.claim);
+            if (!claim) return std::unexpected(claim.error());
+            (*claim)->pre_copied = true;
+            return {};
+          },
           [&](const BackupVerified& e) -> Result {
             if (auto ok = in_phase(Phase::BackingUp); !ok) return ok;
             auto claim = claim_of(e.claim);

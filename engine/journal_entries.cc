@@ -397,6 +397,22 @@ struct EntryType<ActionIntended> {
 };
 
 template <>
+struct EntryType<PreCopied> {
+  static constexpr std::string_view name = "PreCopied";
+  static constexpr auto fields = std::tuple{
+      field("claim", &PreCopied::claim),
+      field("passes", &PreCopied::passes),
+      field("bytes", &PreCopied::bytes),
+      field("skipped", &PreCopied::skipped),
+  };
+  static std::string text(const PreCopied& e) {
+    if (!e.skipped.empty()) return e.claim + ": not pre-copied (" + e.skipped + ")";
+    return e.claim + ": " + std::to_string(e.passes) + (e.passes == 1 ? " pass, " : " passes, ") +
+           std::to_string(e.bytes) + " bytes copied while its replica ran";
+  }
+};
+
+template <>
 struct EntryType<BackupVerified> {
   static constexpr std::string_view name = "BackupVerified";
   static constexpr auto fields = std::tuple{

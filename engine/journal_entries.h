@@ -70,6 +70,16 @@ struct ActionIntended {
   std::string detail;
   friend bool operator==(const ActionIntended&, const ActionIntended&) = default;
 };
+// PreCopying: a claim's warm pre-copy is over (engine/copy_job.h, pre_copy_script). `skipped`
+// says why nothing useful was copied (the claim is ReadWriteOncePod, the Job failed or ran past
+// the job timeout); empty when it ran: `passes` rsync passes moving `bytes` bytes in all.
+struct PreCopied {
+  std::string claim;
+  std::int64_t passes = 0;
+  std::int64_t bytes = 0;
+  std::string skipped;
+  friend bool operator==(const PreCopied&, const PreCopied&) = default;
+};
 struct BackupVerified {
   std::string claim;
   TreeSummary summary;
@@ -226,7 +236,7 @@ using Entry =
                  entries::ClaimDiscarded, entries::DrainPlanned, entries::CleanupPodCreated,
                  entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted,
                  entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound,
-                 entries::ClaimMeasured>;
+                 entries::ClaimMeasured, entries::PreCopied>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these

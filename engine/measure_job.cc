@@ -143,22 +143,7 @@ Json build_measure_job(const MeasureJobRequest& request, const CopyJobSettings& 
   if (!settings.pod_security_context.empty()) {
     pod_spec["securityContext"] = settings.pod_security_context;
   }
-  Json tolerations = settings.tolerations.is_array() ? settings.tolerations : Json::array();
-  if (!request.node.empty()) {
-    // By the node's name, as a DaemonSet pins its pods: a hostname label may differ from it.
-    pod_spec["affinity"] = {
-        {"nodeAffinity",
-         {{"requiredDuringSchedulingIgnoredDuringExecution",
-           {{"nodeSelectorTerms",
-             Json::array({{{"matchFields",
-                            Json::array({{{"key", "metadata.name"},
-                                          {"operator", "In"},
-                                          {"values", Json::array({request.node})}}})}}})}}}}}};
-    for (const Json& toleration : request.tolerations) tolerations.push_back(toleration);
-  } else if (!settings.node_selector.empty()) {
-    pod_spec["nodeSelector"] = settings.node_selector;
-  }
-  if (!tolerations.empty()) pod_spec["tolerations"] = std::move(tolerations);
+  place_beside(pod_spec, request.node, request.tolerations, settings);
 
   Json job_spec = {
       {"backoffLimit", settings.backoff_limit},

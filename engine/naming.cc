@@ -97,6 +97,10 @@ std::string measure_job(std::string_view claim) {
   return bounded(std::string{claim} + "-stsresize-measure");
 }
 
+std::string pre_copy_job(std::string_view source_claim) {
+  return bounded(std::string{source_claim} + "-stsresize-precopy");
+}
+
 std::string restore_job(std::string_view source_claim) {
   return bounded(std::string{source_claim} + "-stsresize-restore");
 }

@@ -26,6 +26,9 @@ std::string backup_job(std::string_view source_claim);
 std::string restore_job(std::string_view source_claim);
 // The Job that measures what a claim holds before a shrink: bounded(<claim>-stsresize-measure).
 std::string measure_job(std::string_view claim);
+// The Job that copies a claim while its replica runs (Phase::PreCopying):
+// bounded(<claim>-stsresize-precopy).
+std::string pre_copy_job(std::string_view source_claim);
 
 // The ConfigMap that keeps a StatefulSet's definition while an explicit request re-creates it:
 // bounded(stsresize-<sts>-definition).

@@ -31,6 +31,8 @@ std::string_view to_string(Phase phase) {
       return "UpdatingTemplate";
     case Phase::Planning:
       return "Planning";
+    case Phase::PreCopying:
+      return "PreCopying";
     case Phase::ScalingDown:
       return "ScalingDown";
     case Phase::BackingUp:
@@ -79,6 +81,8 @@ std::string_view to_string(Trigger event) {
       return "StartTemplateUpdate";
     case Trigger::PlannedCopy:
       return "PlannedCopy";
+    case Trigger::PlannedPreCopy:
+      return "PlannedPreCopy";
     case Trigger::PlannedExpand:
       return "PlannedExpand";
     case Trigger::StepDone:

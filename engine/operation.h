@@ -23,6 +23,9 @@ enum class Phase {
   Measuring,
   UpdatingTemplate,
   Planning,
+  // The copy paths: each claim copied while its replica still runs (a warm pre-copy), so that
+  // BackingUp, with the replicas stopped, copies only what changed since.
+  PreCopying,
   ScalingDown,
   BackingUp,
   Recreating,
@@ -39,11 +42,11 @@ enum class Phase {
   Failed,
 };
 inline constexpr Phase kAllPhases[] = {
-    Phase::Pending,     Phase::Measuring,      Phase::UpdatingTemplate, Phase::Planning,
-    Phase::ScalingDown, Phase::BackingUp,      Phase::Recreating,       Phase::Restoring,
-    Phase::ScalingUp,   Phase::CleaningUp,     Phase::Expanding,        Phase::ScalingBack,
-    Phase::Draining,    Phase::DeletingClaims, Phase::StoppingDrain,    Phase::Completed,
-    Phase::Failed,
+    Phase::Pending,     Phase::Measuring,   Phase::UpdatingTemplate, Phase::Planning,
+    Phase::PreCopying,  Phase::ScalingDown, Phase::BackingUp,        Phase::Recreating,
+    Phase::Restoring,   Phase::ScalingUp,   Phase::CleaningUp,       Phase::Expanding,
+    Phase::ScalingBack, Phase::Draining,    Phase::DeletingClaims,   Phase::StoppingDrain,
+    Phase::Completed,   Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -57,6 +60,9 @@ enum class Trigger {
   StartPlanning,
   StartTemplateUpdate,
   PlannedCopy,
+  // The copy path with a warm pre-copy first (Phase::PreCopying); PlannedCopy goes straight to
+  // ScalingDown (the StatefulSet says stsresize.dev/pre-copy: "false").
+  PlannedPreCopy,
   PlannedExpand,
   StepDone,
   CriticalError,
@@ -82,11 +88,11 @@ enum class Trigger {
   StartDrain,
 };
 inline constexpr Trigger kAllTriggers[] = {
-    Trigger::StartMeasuring, Trigger::StartPlanning, Trigger::StartTemplateUpdate,
-    Trigger::PlannedCopy,    Trigger::PlannedExpand, Trigger::StepDone,
-    Trigger::CriticalError,  Trigger::ScaleBackDone, Trigger::Abort,
-    Trigger::Skip,           Trigger::Resume,        Trigger::BackupStale,
-    Trigger::RecreateAgain,  Trigger::StartDrain,
+    Trigger::StartMeasuring, Trigger::StartPlanning,  Trigger::StartTemplateUpdate,
+    Trigger::PlannedCopy,    Trigger::PlannedPreCopy, Trigger::PlannedExpand,
+    Trigger::StepDone,       Trigger::CriticalError,  Trigger::ScaleBackDone,
+    Trigger::Abort,          Trigger::Skip,           Trigger::Resume,
+    Trigger::BackupStale,    Trigger::RecreateAgain,  Trigger::StartDrain,
 };
 std::string_view to_string(Trigger event);
 std::optional<Trigger> parse_trigger(std::string_view text);
@@ -137,6 +143,9 @@ struct ClaimPlan {
   std::map<std::string, std::string> annotations;
 
   // Progress, changed only by recorded events.
+  // PreCopying is over for this claim: its pre-copy ran, failed or was not possible (the
+  // journal's PreCopied record says which). It proves nothing: BackingUp copies and verifies.
+  bool pre_copied = false;
   std::optional<TreeSummary> backup_verified;
   // The StatefulSet's metadata.generation while the verified backup was taken (the fence,
   // states/fence.h): the backup holds every write only while the generation is still this.

@@ -66,6 +66,7 @@ Json encode_claim_plan(const ClaimPlan& claim) {
   };
   // Only when recorded, so that a state without it reads as it did before it existed.
   if (claim.backup_generation != 0) document["backupGeneration"] = claim.backup_generation;
+  if (claim.pre_copied) document["preCopied"] = true;
   // The rebind path's, only there (a two-copy state reads as before the rebind path existed).
   if (!claim.source_volume.empty()) {
     Json volumes{{"source", claim.source_volume},
@@ -115,6 +116,7 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
     }
   }
   claim.volume_mode = in.string("volumeMode");
+  if (in.ok() && document.contains("preCopied")) claim.pre_copied = in.boolean("preCopied");
   claim.backup_verified = read_optional_summary(in, "backupVerified");
   if (in.ok() && document.contains("backupGeneration")) {
     claim.backup_generation = in.integer("backupGeneration");

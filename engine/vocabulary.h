@@ -25,6 +25,10 @@ inline constexpr std::string_view kFailedLabel = "stsresize.dev/failed";
 inline constexpr std::string_view kResizeRequestAnnotation = "stsresize.dev/resize";
 // Written by stsresize when it refuses that request: "rejected: <why>".
 inline constexpr std::string_view kResizeStatusAnnotation = "stsresize.dev/resize-status";
+// On the StatefulSet: "false" copies with the replicas stopped only (no PreCopying), for an
+// application that must not have a concurrent reader of its volumes; "true" or absent: a warm
+// pre-copy first. Any other value fails Planning before anything is changed.
+inline constexpr std::string_view kPreCopyAnnotation = "stsresize.dev/pre-copy";
 
 // --- On the StatefulSet: operating a resize by hand (engine/actions/request.h) ---
 // Written by the user: auto (absent), manual or step: which transitions wait for approval.
@@ -42,11 +46,12 @@ inline constexpr std::string_view kOperationLabel = "stsresize.dev/operation";
 // also an annotation holding the full name (on Jobs and the definition ConfigMap).
 inline constexpr std::string_view kStatefulSetLabel = "stsresize.dev/statefulset";
 // Label on copy Jobs, backup claims and measure Jobs: what the object is for, kBackupPurpose,
-// kRestorePurpose or kMeasurePurpose.
+// kRestorePurpose, kPreCopyPurpose or kMeasurePurpose.
 inline constexpr std::string_view kPurposeLabel = "stsresize.dev/purpose";
 inline constexpr std::string_view kBackupPurpose = "backup";
 inline constexpr std::string_view kRestorePurpose = "restore";
 inline constexpr std::string_view kMeasurePurpose = "measure";
+inline constexpr std::string_view kPreCopyPurpose = "pre-copy";
 // Annotations on copy Jobs (and the source one on backup claims): the claims copied from and to.
 inline constexpr std::string_view kSourceClaimAnnotation = "stsresize.dev/source-claim";
 inline constexpr std::string_view kDestinationClaimAnnotation = "stsresize.dev/destination-claim";

@@ -16,69 +16,6 @@ namespace {
 
 using namespace steps;
 
-// The size and class of the backup claim: the source's on the two-copy path, the target's on the
-// rebind path, where the backup claim's volume becomes the claim's.
-const Quantity& backup_size(const Operation& op, const ClaimPlan& claim) {
-  return op.path == Path::Rebind ? claim.to_size : claim.from_size;
-}
-const std::string& backup_class(const Operation& op, const ClaimPlan& claim) {
-  return op.path == Path::Rebind ? claim.to_class : claim.from_class;
-}
-
-Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
-  Json spec = {{"accessModes", claim.access_modes},
-               {"resources", {{"requests", {{"storage", backup_size(op, claim).to_string()}}}}}};
-  if (!backup_class(op, claim).empty()) spec["storageClassName"] = backup_class(op, claim);
-  if (!claim.volume_mode.empty()) spec["volumeMode"] = claim.volume_mode;
-  return Json{{"apiVersion", "v1"},
-              {"kind", "PersistentVolumeClaim"},
-              {"metadata",
-               {{"name", naming::backup_claim(claim.claim)},
-                {"namespace", op.ns},
-                {"labels",
-                 {{"app.kubernetes.io/managed-by", "stsresize"},
-                  {std::string{kOperationLabel}, naming::label_value(op.id)},
-                  {std::string{kStatefulSetLabel}, naming::label_value(op.statefulset)},
-                  {std::string{kPurposeLabel}, kBackupPurpose}}},
-                {"annotations",
-                 {{std::string{kOperationLabel}, op.id},
-                  {std::string{kSourceClaimAnnotation}, claim.claim}}}}},
-              {"spec", std::move(spec)}};
-}
-
-// Critical unless the existing backup claim is the one this operation asked for.
-std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
-                                              const Json& backup) {
-  const std::string name = naming::backup_claim(claim.claim);
-  if (!created_by(backup, ctx.op)) {
-    return StepOutcome::critical("backup claim " + name +
-                                 " exists but was not created by operation " + ctx.op.id +
-                                 " (a backup of an earlier operation?): not touching it");
-  }
-  auto size = k8s::requested_storage(backup);
-  auto storage_class = k8s::storage_class_name(backup);
-  if (!size) return malformed(size.error());
-  if (!storage_class) return malformed(storage_class.error());
-  const Quantity& wanted_size = backup_size(ctx.op, claim);
-  const std::string& wanted_class = backup_class(ctx.op, claim);
-  if (*size != wanted_size || storage_class->value_or("") != wanted_class) {
-    return StepOutcome::critical("backup claim " + name + " has size " + size->to_string() +
-                                 " and class \"" + storage_class->value_or("") +
-                                 "\" where this operation asked for " + wanted_size.to_string() +
-                                 " and \"" + wanted_class + "\"");
-  }
-  if (being_deleted(backup)) {
-    return StepOutcome::critical("backup claim " + name + " is being deleted by someone else");
-  }
-  auto phase = k8s::pvc_phase(backup);
-  if (!phase) return malformed(phase.error());
-  if (*phase != "Bound" && phase_timed_out(ctx, ctx.settings.pending_timeout)) {
-    return StepOutcome::critical("backup claim " + name + " is still " + *phase +
-                                 " after the pending timeout");
-  }
-  return std::nullopt;
-}
-
 // A copy writes over its backup claim: only from the planned source itself. A claim of that name
 // that is another object (deleted and created again by a process whose record the operation
 // does not have: another replica with its own journal, say) holds none of the data, and its

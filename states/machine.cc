@@ -24,6 +24,7 @@ struct StartMeasuring {};
 struct StartPlanning {};
 struct StartTemplateUpdate {};
 struct PlannedCopy {};
+struct PlannedPreCopy {};
 struct PlannedExpand {};
 struct StepDone {};
 struct CriticalError {
@@ -50,6 +51,7 @@ using Pending = PhaseState<Phase::Pending>;
 using Measuring = PhaseState<Phase::Measuring>;
 using UpdatingTemplate = PhaseState<Phase::UpdatingTemplate>;
 using Planning = PhaseState<Phase::Planning>;
+using PreCopying = PhaseState<Phase::PreCopying>;
 using ScalingDown = PhaseState<Phase::ScalingDown>;
 using BackingUp = PhaseState<Phase::BackingUp>;
 using Recreating = PhaseState<Phase::Recreating>;
@@ -120,6 +122,9 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< Measuring,        StartPlanning,       Planning,         none,  none         >,
     Row< UpdatingTemplate, StepDone,            Planning,         none,  none         >,
     Row< Planning,         PlannedCopy,         ScalingDown,      none,  none         >,
+    // A warm copy while the replicas still run; BackingUp then copies what changed since
+    Row< Planning,         PlannedPreCopy,      PreCopying,       none,  none         >,
+    Row< PreCopying,       StepDone,            ScalingDown,      none,  none         >,
     Row< Planning,         PlannedExpand,       Expanding,        none,  none         >,
     Row< ScalingDown,      StepDone,            BackingUp,        none,  none         >,
     Row< BackingUp,        StepDone,            Recreating,       none,  none         >,
@@ -137,6 +142,8 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< Measuring,        CriticalError,       ScalingBack,      none,  Intact       >,
     Row< Measuring,        Abort,               ScalingBack,      none,  Intact       >,
     Row< Planning,         CriticalError,       Failed,           none,  none         >,
+    // Nothing scaled yet: ScalingBack deletes the pre-copy Jobs and backup claims
+    Row< PreCopying,       CriticalError,       ScalingBack,      none,  Intact       >,
     Row< ScalingDown,      CriticalError,       ScalingBack,      none,  Intact       >,
     Row< ScalingDown,      CriticalError,       Failed,           none,  Lost         >,
     Row< BackingUp,        CriticalError,       ScalingBack,      none,  Intact       >,
@@ -152,6 +159,7 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
     Row< ScalingBack,      ScaleBackDone,       Failed,           none,  none         >,
     Row< ScalingBack,      CriticalError,       Failed,           none,  none         >,
     Row< Planning,         Abort,               ScalingBack,      none,  Intact       >,
+    Row< PreCopying,       Abort,               ScalingBack,      none,  Intact       >,
     Row< ScalingDown,      Abort,               ScalingBack,      none,  Intact       >,
     Row< BackingUp,        Abort,               ScalingBack,      none,  Intact       >,
     Row< Recreating,       Abort,               ScalingBack,      none,  Intact       >,
@@ -222,9 +230,9 @@ const StateIds<Back>& state_ids();
 template <>
 const StateIds<ResizeMachine>& state_ids() {
   static const auto ids =
-      StateIds<ResizeMachine>::make<Pending, Measuring, UpdatingTemplate, Planning, ScalingDown,
-                                    BackingUp, Recreating, Restoring, ScalingUp, CleaningUp,
-                                    Expanding, ScalingBack, Completed, Failed>();
+      StateIds<ResizeMachine>::make<Pending, Measuring, UpdatingTemplate, Planning, PreCopying,
+                                    ScalingDown, BackingUp, Recreating, Restoring, ScalingUp,
+                                    CleaningUp, Expanding, ScalingBack, Completed, Failed>();
   return ids;
 }
 
@@ -266,6 +274,9 @@ std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool source
       break;
     case Trigger::PlannedCopy:
       m.process_event(PlannedCopy{});
+      break;
+    case Trigger::PlannedPreCopy:
+      m.process_event(PlannedPreCopy{});
       break;
     case Trigger::PlannedExpand:
       m.process_event(PlannedExpand{});

@@ -48,27 +48,6 @@ std::expected<std::vector<ClaimPlan>, StepOutcome> claims_to_shrink(StepContext&
   return shrinking;
 }
 
-// The node of a running pod that mounts `claim`, and that pod's tolerations; empty when none
-// runs (the scheduler then places the measure Job where the volume can be mounted).
-std::expected<std::pair<std::string, Json>, StepOutcome> node_using(StepContext& ctx,
-                                                                    const std::string& claim) {
-  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
-  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
-  for (const Json& pod : pods->items) {
-    auto mounted = k8s::mounted_claims(pod);
-    if (!mounted || std::ranges::find(*mounted, claim) == mounted->end()) continue;
-    auto phase = k8s::pod_phase(pod);
-    if (!phase || *phase == "Succeeded" || *phase == "Failed" || being_deleted(pod)) continue;
-    const Json& spec = pod.value("spec", Json::object());
-    const std::string node = spec.value("nodeName", "");
-    if (node.empty()) continue;
-    Json tolerations = spec.value("tolerations", Json::array());
-    if (!tolerations.is_array()) tolerations = Json::array();
-    return std::pair{node, std::move(tolerations)};
-  }
-  return std::pair{std::string{}, Json::array()};
-}
-
 const MeasuredClaim* measured(const Operation& op, const std::string& claim,
                               const std::string& uid) {
   for (const MeasuredClaim& m : op.measured) {

@@ -70,13 +70,29 @@ std::expected<std::string, StepOutcome> choose_rebind(StepContext& ctx,
   return std::string{};
 }
 
+// Whether the copy begins with a warm pre-copy (kPreCopyAnnotation), or why the annotation
+// cannot be read.
+std::expected<bool, std::string> pre_copy_wanted(const Json& statefulset) {
+  auto value = k8s::annotation(statefulset, kPreCopyAnnotation);
+  if (!value) return std::unexpected(value.error());
+  if (!value->has_value() || **value == "true") return true;
+  if (**value == "false") return false;
+  return std::unexpected("the StatefulSet's annotation " + std::string{kPreCopyAnnotation} +
+                         " is \"" + **value +
+                         "\": it takes \"true\" (the default: copy once while the replicas run, "
+                         "then only what changed with them stopped) or \"false\" (copy only with "
+                         "them stopped); nothing was changed");
+}
+
 }  // namespace
 
 StepOutcome plan_step(StepContext& ctx) {
+  auto pre_copy = pre_copy_wanted(ctx.statefulset);
+  if (!pre_copy) return StepOutcome::critical(pre_copy.error());
   if (ctx.op.path != Path::Undecided) {
     // The rebind path is the copy path's phases with one copy.
-    return StepOutcome::done(ctx.op.path == Path::Expand ? Trigger::PlannedExpand
-                                                         : Trigger::PlannedCopy);
+    if (ctx.op.path == Path::Expand) return StepOutcome::done(Trigger::PlannedExpand);
+    return StepOutcome::done(*pre_copy ? Trigger::PlannedPreCopy : Trigger::PlannedCopy);
   }
   auto claims = ctx.kube.list(Kind::PersistentVolumeClaim, ctx.op.ns);
   if (!claims) return from_error(claims.error(), "listing claims");

@@ -1,9 +1,9 @@
 // ScalingBack (after a critical error, entered only while every source claim was intact):
 // check the sources once more, restore the original replica count (once one was planned), then
-// remove this operation's Jobs and backup claims — with the sources intact a backup is never the
-// only copy of the data. On the rebind path a deleted source is put back first: the claim created
-// again on its own volume, kept Retain (states/rebind.h); after the deletes, the volumes' own
-// policies.
+// remove this operation's Jobs (pre-copy Jobs too) and backup claims — with the sources intact a
+// backup is never the only copy of the data. On the rebind path a deleted source is put back first:
+// the claim created again on its own volume, kept Retain (states/rebind.h); after the deletes, the
+// volumes' own policies.
 #include "engine/naming.h"
 #include "states/fence.h"
 #include "states/rebind.h"
@@ -59,7 +59,8 @@ StepOutcome scale_back_step(StepContext& ctx) {
   bool lingering = false;
   for (const ClaimPlan& claim : ctx.op.claims) {
     if (auto now = delete_ours_in_turn(ctx,
-                                       {job_ref(ctx.op, naming::backup_job(claim.claim)),
+                                       {job_ref(ctx.op, naming::pre_copy_job(claim.claim)),
+                                        job_ref(ctx.op, naming::backup_job(claim.claim)),
                                         job_ref(ctx.op, naming::restore_job(claim.claim)),
                                         claim_ref(ctx.op, naming::backup_claim(claim.claim))},
                                        lingering)) {

@@ -79,6 +79,7 @@ using Step = StepOutcome (*)(StepContext&);
 StepOutcome measure_step(StepContext& ctx);          // Measuring
 StepOutcome update_template_step(StepContext& ctx);  // UpdatingTemplate
 StepOutcome plan_step(StepContext& ctx);             // Planning
+StepOutcome pre_copy_step(StepContext& ctx);         // PreCopying
 StepOutcome scale_down_step(StepContext& ctx);       // ScalingDown
 StepOutcome backup_step(StepContext& ctx);           // BackingUp
 StepOutcome recreate_step(StepContext& ctx);         // Recreating

@@ -257,10 +257,15 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
   if (!existing->has_value()) {
     if (!may_start) return progress;
     // Built before the intent is journaled: a Job that cannot be built is never intended.
-    Json job =
-        build_copy_job(CopyJobRequest{ctx.op.ns, job_name, source_claim, destination_claim,
-                                      ctx.op.id, ctx.op.statefulset, purpose, destination_bytes},
-                       ctx.settings.copy_job);
+    Json job = build_copy_job(CopyJobRequest{.ns = ctx.op.ns,
+                                             .job_name = job_name,
+                                             .source_claim = source_claim,
+                                             .destination_claim = destination_claim,
+                                             .operation_id = ctx.op.id,
+                                             .statefulset = ctx.op.statefulset,
+                                             .purpose = purpose,
+                                             .destination_bytes = destination_bytes},
+                              ctx.settings.copy_job);
     if (auto set =
             k8s::set_annotation(job, kFenceGenerationAnnotation, fence_token(ctx, generation));
         !set) {
@@ -354,17 +359,17 @@ std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(
   return std::optional<std::string>{};
 }
 
-std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted) {
+std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted,
+                                             Propagation propagation) {
   auto existing = get_optional(ctx, ref);
   if (!existing) return std::unexpected(existing.error());
   if (!existing->has_value()) return false;
   if (!created_by(**existing, ctx.op)) return false;  // not ours: never touched
   if (being_deleted(**existing)) return true;
-  // Background: a Job's pods go with it (they would keep the claims they mount).
+  // Background by default: a Job's pods go with it (they would keep the claims they mount).
   auto uid = k8s::uid(**existing);
-  if (auto removed =
-          delete_intended(ctx, ref, uid ? std::optional<std::string>{*uid} : std::nullopt,
-                          Propagation::Background, "");
+  if (auto removed = delete_intended(
+          ctx, ref, uid ? std::optional<std::string>{*uid} : std::nullopt, propagation, "");
       !removed) {
     return std::unexpected(removed.error());
   }
@@ -374,13 +379,92 @@ std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& 
 
 std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
                                                std::initializer_list<ObjectRef> refs,
-                                               bool& lingering) {
+                                               bool& lingering, Propagation propagation) {
   for (const ObjectRef& ref : refs) {
     bool acted = false;
-    auto exists = delete_ours(ctx, ref, acted);
+    auto exists = delete_ours(ctx, ref, acted, propagation);
     if (!exists) return exists.error();
     if (acted) return StepOutcome::waiting(Duration{0});
     lingering = lingering || *exists;
+  }
+  return std::nullopt;
+}
+
+std::expected<std::pair<std::string, Json>, StepOutcome> node_using(StepContext& ctx,
+                                                                    const std::string& claim) {
+  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
+  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
+  for (const Json& pod : pods->items) {
+    auto mounted = k8s::mounted_claims(pod);
+    if (!mounted || std::ranges::find(*mounted, claim) == mounted->end()) continue;
+    auto phase = k8s::pod_phase(pod);
+    if (!phase || *phase == "Succeeded" || *phase == "Failed" || being_deleted(pod)) continue;
+    const Json& spec = pod.value("spec", Json::object());
+    const std::string node = spec.value("nodeName", "");
+    if (node.empty()) continue;
+    Json tolerations = spec.value("tolerations", Json::array());
+    if (!tolerations.is_array()) tolerations = Json::array();
+    return std::pair{node, std::move(tolerations)};
+  }
+  return std::pair{std::string{}, Json::array()};
+}
+
+const Quantity& backup_size(const Operation& op, const ClaimPlan& claim) {
+  return op.path == Path::Rebind ? claim.to_size : claim.from_size;
+}
+const std::string& backup_class(const Operation& op, const ClaimPlan& claim) {
+  return op.path == Path::Rebind ? claim.to_class : claim.from_class;
+}
+
+Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
+  Json spec = {{"accessModes", claim.access_modes},
+               {"resources", {{"requests", {{"storage", backup_size(op, claim).to_string()}}}}}};
+  if (!backup_class(op, claim).empty()) spec["storageClassName"] = backup_class(op, claim);
+  if (!claim.volume_mode.empty()) spec["volumeMode"] = claim.volume_mode;
+  return Json{{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata",
+               {{"name", naming::backup_claim(claim.claim)},
+                {"namespace", op.ns},
+                {"labels",
+                 {{"app.kubernetes.io/managed-by", "stsresize"},
+                  {std::string{kOperationLabel}, naming::label_value(op.id)},
+                  {std::string{kStatefulSetLabel}, naming::label_value(op.statefulset)},
+                  {std::string{kPurposeLabel}, kBackupPurpose}}},
+                {"annotations",
+                 {{std::string{kOperationLabel}, op.id},
+                  {std::string{kSourceClaimAnnotation}, claim.claim}}}}},
+              {"spec", std::move(spec)}};
+}
+
+std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
+                                              const Json& backup) {
+  const std::string name = naming::backup_claim(claim.claim);
+  if (!created_by(backup, ctx.op)) {
+    return StepOutcome::critical("backup claim " + name +
+                                 " exists but was not created by operation " + ctx.op.id +
+                                 " (a backup of an earlier operation?): not touching it");
+  }
+  auto size = k8s::requested_storage(backup);
+  auto storage_class = k8s::storage_class_name(backup);
+  if (!size) return malformed(size.error());
+  if (!storage_class) return malformed(storage_class.error());
+  const Quantity& wanted_size = backup_size(ctx.op, claim);
+  const std::string& wanted_class = backup_class(ctx.op, claim);
+  if (*size != wanted_size || storage_class->value_or("") != wanted_class) {
+    return StepOutcome::critical("backup claim " + name + " has size " + size->to_string() +
+                                 " and class \"" + storage_class->value_or("") +
+                                 "\" where this operation asked for " + wanted_size.to_string() +
+                                 " and \"" + wanted_class + "\"");
+  }
+  if (being_deleted(backup)) {
+    return StepOutcome::critical("backup claim " + name + " is being deleted by someone else");
+  }
+  auto phase = k8s::pvc_phase(backup);
+  if (!phase) return malformed(phase.error());
+  if (*phase != "Bound" && phase_timed_out(ctx, ctx.settings.pending_timeout)) {
+    return StepOutcome::critical("backup claim " + name + " is still " + *phase +
+                                 " after the pending timeout");
   }
   return std::nullopt;
 }

@@ -125,12 +125,30 @@ std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(Step
                                                                             const std::string& job);
 
 // Deletes an object this operation created (intend + delete). Returns true while it exists.
-std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted);
+std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted,
+                                             Propagation propagation = Propagation::Background);
 // delete_ours for `refs` in order, at most one delete per call: the outcome to return now
 // (Waiting(0) after a delete, or an error); nullopt when none was deleted. `lingering` becomes
 // true when one of them still exists (being deleted).
 std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
                                                std::initializer_list<ObjectRef> refs,
-                                               bool& lingering);
+                                               bool& lingering,
+                                               Propagation propagation = Propagation::Background);
+
+// The node of a running pod that mounts `claim`, and that pod's tolerations; empty when none
+// runs (the scheduler then places a Job that mounts the claim where its volume can be mounted).
+std::expected<std::pair<std::string, Json>, StepOutcome> node_using(StepContext& ctx,
+                                                                    const std::string& claim);
+
+// The backup claim of `claim` (naming::backup_claim): its size and class (the source's on the
+// two-copy path, the target's on the rebind path, where its volume becomes the claim's) and
+// the body it is created with.
+const Quantity& backup_size(const Operation& op, const ClaimPlan& claim);
+const std::string& backup_class(const Operation& op, const ClaimPlan& claim);
+Json backup_claim_body(const Operation& op, const ClaimPlan& claim);
+// Critical unless `backup` is the backup claim this operation asked for (created by it, that
+// size and class, not being deleted, bound before the pending timeout).
+std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
+                                              const Json& backup);
 
 }  // namespace stsresize::steps

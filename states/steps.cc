@@ -18,6 +18,8 @@ Step step_for(OperationKind kind, Phase phase) {
       return &update_template_step;
     case Phase::Planning:
       return &plan_step;
+    case Phase::PreCopying:
+      return &pre_copy_step;
     case Phase::ScalingDown:
       return &scale_down_step;
     case Phase::BackingUp:

@@ -133,6 +133,8 @@ int done_in_phase(const Operation& op) {
     return static_cast<int>(std::count_if(op.claims.begin(), op.claims.end(), predicate));
   };
   switch (op.phase) {
+    case Phase::PreCopying:
+      return count([](const ClaimPlan& c) { return c.pre_copied; });
     case Phase::BackingUp:
       return count([](const ClaimPlan& c) { return c.backup_verified.has_value(); });
     case Phase::Recreating:

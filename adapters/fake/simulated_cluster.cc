@@ -40,6 +40,10 @@ bool is_copy_pod(const std::map<std::string, VolumeFiles*>& volumes) {
   return volumes.contains("source") && volumes.contains("destination");
 }
 
+bool is_pre_copy_pod(const Json& pod) {
+  return sim::text(pod, {"metadata", "labels", kPurposeLabel.data()}) == kPreCopyPurpose;
+}
+
 bool is_measure_pod(const Json& pod, const std::map<std::string, VolumeFiles*>& volumes) {
   return volumes.contains("source") && !volumes.contains("destination") &&
          sim::text(pod, {"metadata", "labels", kPurposeLabel.data()}) == kMeasurePurpose;
@@ -96,6 +100,10 @@ JobRun copy(const Json& pod, std::map<std::string, VolumeFiles*>& volumes, bool 
     }
   }
   destination = source;  // rsync --delete: the destination becomes equal
+  if (is_pre_copy_pod(pod)) {
+    // One pass; the source does not change while a simulated Job runs.
+    return JobRun{0, format_pre_copy_result(PreCopyResult{1, tree_bytes(source)})};
+  }
   if (corrupting) corrupt(destination);
   const CopySummary summary{summarise_tree(source), summarise_tree(destination)};
   return JobRun{summary.matches() ? 0 : 3, format_copy_summary(summary)};
@@ -243,6 +251,10 @@ void SimulatedCluster::fail_next_job_pods(int pods, int exit_code) {
   failing_exit_code_ = exit_code;
 }
 
+void SimulatedCluster::fail_next_pre_copies(int pods) {
+  failing_pre_copies_ = pods;
+}
+
 void SimulatedCluster::corrupt_next_copy() {
   ++corruptions_pending_;
 }
@@ -257,6 +269,13 @@ void SimulatedCluster::set_pod_runner(PodRunner runner) {
 }
 
 JobRun SimulatedCluster::run(const Json& pod, std::map<std::string, VolumeFiles*>& volumes) {
+  if (is_pre_copy_pod(pod)) {
+    if (failing_pre_copies_ > 0) {
+      --failing_pre_copies_;
+      return JobRun{23, "stsresize-precopy: rsync failed with exit code 23 in pass 1"};
+    }
+    return custom_runner_ ? job_runner_(pod, volumes) : copy(pod, volumes, false);
+  }
   if (failing_job_pods_ > 0) {
     --failing_job_pods_;
     if (!is_copy_pod(volumes)) return JobRun{failing_exit_code_, ""};

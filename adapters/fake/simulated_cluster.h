@@ -99,9 +99,12 @@ class SimulatedCluster {
   // PVCs of this class stay Pending until provisioning is allowed again.
   void fail_provisioning(const std::string& storage_class, bool failing = true);
   // The next `pods` Job pods fail with `exit_code` without running (the copy does not happen).
+  // Pre-copy pods (purpose pre-copy) are not counted: fail_next_pre_copies fails those.
   void fail_next_job_pods(int pods, int exit_code = 1);
+  // The next `pods` pre-copy pods fail as rsync would, leaving their destination untouched.
+  void fail_next_pre_copies(int pods);
   // The next copy completes but flips one destination byte, so the summaries differ (and the
-  // pod fails with exit code 3, as the script does). Default runner only.
+  // pod fails with exit code 3, as the script does). Default runner only; not a pre-copy.
   void corrupt_next_copy();
   // Replaces run_copy_job for every Job pod (fail_next_job_pods still applies).
   void set_job_runner(JobRunner runner);
@@ -132,6 +135,7 @@ class SimulatedCluster {
   std::map<std::string, VolumeFiles> volumes_;  // by PV name
   std::set<std::string> failing_classes_;
   int failing_job_pods_ = 0;
+  int failing_pre_copies_ = 0;
   int failing_exit_code_ = 1;
   int corruptions_pending_ = 0;
   JobRunner job_runner_ = run_copy_job;

@@ -169,6 +169,7 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
       return which + " already ended in " + phase +
              (op.failure.empty() ? "" : " (" + op.failure + ")") + "; there is nothing to abort";
     case Phase::Planning:
+    case Phase::PreCopying:
     case Phase::ScalingDown:
     case Phase::BackingUp:
     case Phase::Recreating:
@@ -217,6 +218,15 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
              ", which only reads the cluster and decides which claims to resize and how: "
              "skipping it would leave no plan to carry out" +
              only + ". To stop the resize instead, run " + abort;
+    case Phase::PreCopying:
+      return which +
+             ", which copies each claim while its replica still runs so that the copy with the "
+             "replicas stopped has only the changes left to do: skipping it would leave its Jobs "
+             "writing into the backup claims while that copy runs" +
+             only +
+             ". It ends by itself once each claim's pre-copy ended, however it ended; to copy "
+             "only with the replicas stopped from the next resize on, annotate the StatefulSet " +
+             std::string{kPreCopyAnnotation} + "=false. To stop the resize instead, run " + abort;
     case Phase::ScalingDown:
       return which +
              ": skipping it would back up the volumes while their pods still write to them, so "

@@ -13,6 +13,9 @@
 #                  StatefulSet re-created with the new templates); with the template trigger the
 #                  user made it: that step's API requests and seconds differ, hence a column of
 #                  its own for the comparison with vshn
+#   copy-cold      copy with the StatefulSet annotated stsresize.dev/pre-copy=false: no warm
+#                  pre-copy (PreCopying), the whole copy with the replicas stopped, as before
+#                  the pre-copy existed: the baseline of the pre-copy's figures (issue #18)
 #   two-copies     sim-fixed, the controller started with --no-rebind: the two-copy path (backup,
 #                  recreate the claim empty, copy back)
 #   expansion      sim-expandable: the claims expanded in place
@@ -45,8 +48,10 @@
 #                                    RSS at the end and its peak (VmHWM)
 #
 # With both copy and two-copies, a line after the table divides the rebind path's downtime and
-# total time by the two-copy path's (same run, same data, same machine); with copy-template and
-# vshn, a line divides stsresize's figures by vshn's.
+# total time by the two-copy path's (same run, same data, same machine); with copy and
+# copy-cold, the pre-copy's downtime by the downtime without it; with copy-template and vshn, a
+# line divides stsresize's figures by vshn's. The copy paths' bytes include the pre-copy Jobs'
+# (their termination message's bytes), also shown apart.
 #
 # --peer DIR: DIR is a checkout of the public vshn/statefulset-resize-controller (never vendored
 # here). Its commit (`git -C DIR rev-parse HEAD`; a checkout with local changes gets "-dirty" and
@@ -149,8 +154,8 @@ if [[ -n $peer_dir ]]; then
   have_path vshn || path_list+=(vshn)
 fi
 for p in "${path_list[@]}"; do
-  [[ $p == copy || $p == copy-template || $p == two-copies || $p == expansion || $p == vshn ]] ||
-    { echo "resize_figures: unknown path '$p' in --paths (copy, copy-template, two-copies, expansion, vshn)" >&2; exit 2; }
+  [[ $p == copy || $p == copy-cold || $p == copy-template || $p == two-copies || $p == expansion || $p == vshn ]] ||
+    { echo "resize_figures: unknown path '$p' in --paths (copy, copy-cold, copy-template, two-copies, expansion, vshn)" >&2; exit 2; }
   [[ $p != vshn || -n $peer_dir ]] || { echo "resize_figures: the vshn path needs --peer DIR" >&2; exit 2; }
 done
 
@@ -382,15 +387,17 @@ measure_path() {
   local want_path want_jobs extra=() controller=stsresize trigger=annotation
   case $path in
     copy) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
+    copy-cold) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
     copy-template) class=sim-fixed want_path=Rebind want_jobs="1 0" trigger=template ;;
     two-copies) class=sim-fixed want_path=Copy want_jobs="1 1" extra=(--no-rebind) ;;
     expansion) class=sim-expandable want_path=Expand want_jobs="0 0" ;;
     vshn) class=sim-fixed want_jobs="1 1" controller=vshn trigger=template ;;
-    *) fail "unknown path $path (copy, copy-template, two-copies, expansion or vshn)" ;;
+    *) fail "unknown path $path (copy, copy-cold, copy-template, two-copies, expansion or vshn)" ;;
   esac
   use_namespace
   step "$path path ($class, $controller, $trigger trigger): StatefulSet web, $replicas replicas of 1Gi, $data_mib MiB of random data each"
   e2e_statefulset web "$class" "$replicas"
+  [[ $path == copy-cold ]] && k annotate statefulset web stsresize.dev/pre-copy=false >/dev/null
   add_data web "$replicas" "$data_mib"
   ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken"
   # The volumes before, and their reclaim policy: what it must be again at the end.
@@ -553,7 +560,8 @@ measure_path() {
     "$(awk -v d="$total" -v r="$replicas" 'BEGIN { printf "%.1f", d / r }')"
 
   local pod_dir copied summary job
-  local -A backup_jobs=() restore_jobs=()
+  local -A backup_jobs=() restore_jobs=() pre_copy_jobs=()
+  local bytes_pre_copied=0
   if [[ $controller == vshn ]]; then
     # Bytes: the "sent N bytes" line of every run of its rsync Jobs (sync-<src>-to-<dst>), in
     # units of 1000 (rsync -h).
@@ -581,6 +589,14 @@ measure_path() {
       job=${job#"${ns}_"}
       job=${job%-*}
       case $job in
+        *-stsresize-precopy)
+          # Its rsync passes: their bytes in all, from its result.
+          summary=$(cat "$pod_dir/copy.termination-log" 2>/dev/null || true)
+          [[ $summary == '{'* ]] || fail "$path: pre-copy $job gave no result: $summary"
+          pre_copy_jobs[$job]=1
+          bytes_pre_copied=$((bytes_pre_copied + $(jq -r .bytes <<<"$summary")))
+          continue
+          ;;
         *-stsresize-backup) backup_jobs[$job]=1 ;;
         *-stsresize-restore) restore_jobs[$job]=1 ;;
         *) fail "a copy log of an unexpected pod: $pod_dir" ;;
@@ -597,8 +613,15 @@ measure_path() {
       fail "$path: copy Jobs with an rsync log: ${#backup_jobs[@]} backup (${!backup_jobs[*]}), ${#restore_jobs[@]} restore (${!restore_jobs[*]}); want $((want_backup * replicas)) and $((want_restore * replicas))"
     ((want_backup == 0 || bytes_data > 0)) || fail "$path: no backup Job's source summary (copy.termination-log)"
     ((want_backup == 0 || bytes_copied > 0)) || fail "$path: no bytes transferred in the copy Jobs' rsync logs"
-    ok "copy Jobs' rsync logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore"
+    ok "copy Jobs' rsync logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore, ${#pre_copy_jobs[@]} pre-copies"
     record "copy Jobs (backup / restore)" "$path" "${#backup_jobs[@]} / ${#restore_jobs[@]}"
+    record "pre-copy Jobs" "$path" "${#pre_copy_jobs[@]}"
+    local want_pre_copies=$replicas
+    [[ $path == copy-cold || $path == expansion ]] && want_pre_copies=0
+    ((${#pre_copy_jobs[@]} == want_pre_copies)) ||
+      fail "$path: ${#pre_copy_jobs[@]} pre-copy Jobs with a result, want $want_pre_copies"
+    record "bytes copied while the replicas ran (MiB, pre-copies)" "$path" "$((bytes_pre_copied / 1048576))"
+    bytes_copied=$((bytes_copied + bytes_pre_copied))
   fi
   if ((bytes_data == 0)); then # no copy: the data as the volumes hold it
     for ((i = 0; i < replicas; i++)); do
@@ -728,6 +751,14 @@ if [[ -n ${figure[bytes copied per byte of data|copy]:-} && -n ${figure[bytes co
     "$(ratio "downtime: readyReplicas < $replicas (s)" copy two-copies)" "$replicas" \
     "$(ratio "downtime: Ready pods < $replicas (s)" copy two-copies)" "$replicas" \
     "$(ratio "total: request -> completed (s)" copy two-copies)"
+fi
+if [[ -n ${figure[bytes copied per byte of data|copy]:-} && -n ${figure[bytes copied per byte of data|copy-cold]:-} ]]; then
+  echo
+  printf 'downtime, with the pre-copy / without (copy / copy-cold): %s (readyReplicas < %s), %s (Ready pods < %s); BackingUp: %s; total time: %s\n' \
+    "$(ratio "downtime: readyReplicas < $replicas (s)" copy copy-cold)" "$replicas" \
+    "$(ratio "downtime: Ready pods < $replicas (s)" copy copy-cold)" "$replicas" \
+    "$(ratio "phase BackingUp (s)" copy copy-cold)" \
+    "$(ratio "total: request -> completed (s)" copy copy-cold)"
 fi
 if [[ -n ${figure[bytes copied per byte of data|copy-template]:-} && -n ${figure[bytes copied per byte of data|vshn]:-} ]]; then
   echo

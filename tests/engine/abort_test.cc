@@ -408,7 +408,8 @@ TEST_F(Abort, AnAbortReplacesAPendingApproval) {
   EXPECT_NE(approval.err.find("the abort of operation"), std::string::npos) << approval.err;
   run_to_idle();
   expect_rolled_back(Phase::BackingUp, uids);
-  EXPECT_TRUE(operator_actions("approve").size() == 2u);  // the two approvals before BackingUp
+  // The three approvals before BackingUp (into PreCopying, ScalingDown and BackingUp).
+  EXPECT_TRUE(operator_actions("approve").size() == 3u);
 }
 
 }  // namespace

@@ -317,13 +317,19 @@ int clean_run(const Scenario& scenario) {
   // One copy per claim on the rebind path; a backup and a restore on the two-copy path.
   int copy_jobs = 0;
   int measure_jobs = 0;
+  int pre_copy_jobs = 0;
   for (const Mutation& m : world.kube.history()) {
     if (m.actor != Actor::Client || m.verb != Verb::Create || m.ref.kind != Kind::Job) continue;
-    ++(m.ref.name.ends_with("-stsresize-measure") ? measure_jobs : copy_jobs);
+    ++(m.ref.name.ends_with("-stsresize-measure")   ? measure_jobs
+       : m.ref.name.ends_with("-stsresize-precopy") ? pre_copy_jobs
+                                                    : copy_jobs);
   }
   if (copied) {
     EXPECT_EQ(copy_jobs, scenario.two_copies ? 12 : 6);
+    // And one pre-copy each, whatever crashed meanwhile.
+    EXPECT_EQ(pre_copy_jobs, 6);
   }
+  EXPECT_LE(pre_copy_jobs, scenario.expandable ? 0 : 6);
   // A shrink measures each claim once, before anything else.
   const bool shrink = *Quantity::parse(scenario.to_size) < *Quantity::parse("1Gi");
   EXPECT_EQ(measure_jobs, shrink ? 6 : 0);

@@ -115,10 +115,10 @@ TEST_F(ManualMode, EveryTransitionOfACopyResizeWaitsForApprovalAndTheDataIsIntac
   set_mode(world, "manual");
   const auto approved = approve_to_completion();
   EXPECT_EQ(approved,
-            (std::vector<std::string>{"Planning -> ScalingDown", "ScalingDown -> BackingUp",
-                                      "BackingUp -> Recreating", "Recreating -> Restoring",
-                                      "Restoring -> ScalingUp", "ScalingUp -> CleaningUp",
-                                      "CleaningUp -> Completed"}));
+            (std::vector<std::string>{"Planning -> PreCopying", "PreCopying -> ScalingDown",
+                                      "ScalingDown -> BackingUp", "BackingUp -> Recreating",
+                                      "Recreating -> Restoring", "Restoring -> ScalingUp",
+                                      "ScalingUp -> CleaningUp", "CleaningUp -> Completed"}));
   expect_resized_with_data_intact();
   const auto actions = operator_actions();
   ASSERT_EQ(actions.size(), approved.size());
@@ -129,7 +129,7 @@ TEST_F(ManualMode, EveryTransitionOfACopyResizeWaitsForApprovalAndTheDataIsIntac
   }
   EXPECT_EQ(world.events.with_reason("AwaitingApproval").size(), approved.size());
   const auto first = world.events.with_reason("AwaitingApproval").front();
-  EXPECT_NE(first.message.find("Planning -> ScalingDown"), std::string::npos) << first.message;
+  EXPECT_NE(first.message.find("Planning -> PreCopying"), std::string::npos) << first.message;
   EXPECT_NE(first.message.find("stsresize advance shop/web --approve"), std::string::npos)
       << first.message;
 }
@@ -271,7 +271,7 @@ TEST_F(ManualMode, AdvanceDryRunShowsTheAnnotationAndWritesNothing) {
   const CliResult result = advance({.target = "shop/web", .approve = true, .dry_run = true});
   EXPECT_EQ(result.code, cli::kExitOk) << result.err;
   EXPECT_EQ(world.kube.mutations(), mutations);
-  EXPECT_NE(result.out.find("dry run: would approve Planning -> ScalingDown"), std::string::npos)
+  EXPECT_NE(result.out.find("dry run: would approve Planning -> PreCopying"), std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("\"by\":\"alice\""), std::string::npos) << result.out;
   EXPECT_FALSE(k8s::annotation(world.live_sts(), kAdvanceAnnotation)->has_value());

@@ -64,12 +64,15 @@ TEST_F(Rebind, EachClaimEndsOnItsVerifiedCopyWithEveryPolicyBackAndNoVolumeLeft)
     EXPECT_EQ(volume(claim.copy_volume)["spec"]["persistentVolumeReclaimPolicy"], "Delete");
   }
   EXPECT_EQ(world.kube.list_raw(Kind::PersistentVolume).size(), world.claim_names().size());
-  // One copy per claim, no restore Job.
+  // One copy per claim, no restore Job; before it, one pre-copy per claim.
   int jobs = 0;
+  int pre_copies = 0;
   for (const Mutation& m : world.kube.history()) {
-    jobs += m.actor == Actor::Client && m.verb == Verb::Create && m.ref.kind == Kind::Job;
+    if (m.actor != Actor::Client || m.verb != Verb::Create || m.ref.kind != Kind::Job) continue;
+    ++(m.ref.name.ends_with("-stsresize-precopy") ? pre_copies : jobs);
   }
   EXPECT_EQ(jobs, 6);
+  EXPECT_EQ(pre_copies, 6);
 }
 
 // Someone gave the old volume to another claim (its claimRef edited) while it was kept: it is

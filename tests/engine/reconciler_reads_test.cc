@@ -20,6 +20,9 @@ using namespace testing;
 TEST(ReconcilerReads, TheStatefulSetIsReadOnceWhenEveryWriteReturnedIt) {
   ResizeWorld world;
   world.seed(/*expandable=*/false);  // copy path: Planning, then ScalingDown sets replicas
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kPreCopyAnnotation}] = "false";  // no Jobs first
+  });
   MemoryJournal journal;
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
 

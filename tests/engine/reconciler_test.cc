@@ -62,6 +62,9 @@ TEST_F(ReconcilerTest, AStatefulSetMarkedFailedIsNeverResizedAgainAutomatically)
 
 TEST_F(ReconcilerTest, OneReconcileAdvancesSeveralStepsAndJournalsBeforeActing) {
   world.seed(false);
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kPreCopyAnnotation}] = "false";  // to ScalingDown
+  });
   const ReconcileResult result = reconcile();
   EXPECT_TRUE(result.is(ReconcileResult::Kind::RequeueAfter)) << result.message;
   auto op = read_operation(world.live_sts());

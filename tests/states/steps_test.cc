@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/k8s_objects.h"
+#include "engine/naming.h"
 #include "engine/planner.h"
 #include "states/machine.h"
 #include "states/step.h"
@@ -681,7 +682,7 @@ TEST_F(Steps, PlanningRecordsThePlanOnceThenChoosesThePath) {
   }
   const StepOutcome outcome = run(&plan_step);
   ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done));
-  EXPECT_EQ(outcome.event, Trigger::PlannedCopy);
+  EXPECT_EQ(outcome.event, Trigger::PlannedPreCopy);
   EXPECT_EQ(journal->recorded.size(), 1u);
 }
 
@@ -734,6 +735,181 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"flag", "--no-rebind"},
                       std::pair{"rwop", "claim data-web-1 is ReadWriteOncePod"}),
     [](const auto& info) { return info.param.first; });
+
+}  // namespace
+}  // namespace stsresize
+
+namespace stsresize {
+namespace {
+
+// Planning begins the copy with a warm pre-copy unless the StatefulSet says
+// stsresize.dev/pre-copy: "false"; any other value is refused before anything is written.
+TEST_F(Steps, PlanningChoosesThePreCopyFromTheStatefulSetsAnnotation) {
+  op.path = Path::Undecided;
+  op.claims.clear();
+  at(Phase::Planning);
+  ASSERT_TRUE(run(&plan_step).is(StepOutcome::Kind::Waiting));
+  EXPECT_EQ(run(&plan_step).event, Trigger::PlannedPreCopy);
+  const auto annotate = [&](const std::string& value) {
+    world.kube.mutate_raw(world.sts(), [&](Json& s) {
+      s["metadata"]["annotations"][std::string{kPreCopyAnnotation}] = value;
+    });
+  };
+  annotate("true");
+  EXPECT_EQ(run(&plan_step).event, Trigger::PlannedPreCopy);
+  annotate("false");
+  const StepOutcome without = run(&plan_step);
+  ASSERT_TRUE(without.is(StepOutcome::Kind::Done));
+  EXPECT_EQ(without.event, Trigger::PlannedCopy);
+  annotate("no");
+  const std::size_t mutations = world.kube.history().size();
+  const StepOutcome refused = run(&plan_step);
+  ASSERT_TRUE(refused.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(refused.message.find("stsresize.dev/pre-copy is \"no\""), std::string::npos)
+      << refused.message;
+  EXPECT_NE(refused.message.find("nothing was changed"), std::string::npos) << refused.message;
+  EXPECT_EQ(world.kube.history().size(), mutations);
+  EXPECT_EQ(journal->recorded.size(), 1u);  // the plan alone
+}
+
+class PreCopy : public Steps {
+ protected:
+  void SetUp() override {
+    Steps::SetUp();
+    world.settle(5);  // every replica Running
+    // The simulated kubelet places no pod: each replica runs on a node of its own here.
+    for (int i = 0; i < kReplicas; ++i) {
+      world.kube.mutate_raw(
+          {Kind::Pod, kNs, std::string{kSts} + "-" + std::to_string(i)},
+          [&](Json& pod) { pod["spec"]["nodeName"] = "node-" + std::to_string(i); });
+    }
+    at(Phase::PreCopying);
+  }
+  std::optional<Json> job(const std::string& claim) {
+    return world.kube.get_raw({Kind::Job, kNs, naming::pre_copy_job(world.claim(claim).name)});
+  }
+  std::string node_of(const std::string& pod) {
+    return world.kube.get_raw({Kind::Pod, kNs, pod})
+        .value_or(Json::object())["spec"]
+        .value("nodeName", "");
+  }
+};
+
+// Each claim: its backup claim, then a pre-copy Job beside the replica that mounts it, the
+// source read-only, never retried; PreCopied from each Job's result, and Done only once every
+// pre-copy Job is gone. (That it is deleted in the foreground, gone only with its pod, is
+// checked on the local control plane: E2E_PreCopyWhileTheReplicasWrite.)
+TEST_F(PreCopy, CopiesEachClaimBesideItsReplicaThenDeletesItsJobsBeforeDone) {
+  ASSERT_TRUE(run(&pre_copy_step).is(StepOutcome::Kind::Waiting));
+  const std::string first = op.claims.front().claim;
+  ASSERT_TRUE(world.kube.get_raw(world.claim(naming::backup_claim(first))));
+  ASSERT_TRUE(run(&pre_copy_step).is(StepOutcome::Kind::Waiting));
+  const auto created = job(first);
+  ASSERT_TRUE(created);
+  const Json& pod = (*created)["spec"]["template"]["spec"];
+  const std::string replica = std::string{kSts} + "-" + std::to_string(op.claims.front().ordinal);
+  ASSERT_FALSE(node_of(replica).empty());
+  EXPECT_EQ(pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+               ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
+            node_of(replica));
+  EXPECT_EQ(pod["volumes"][0]["persistentVolumeClaim"]["readOnly"], true);
+  EXPECT_EQ(pod["volumes"][1]["persistentVolumeClaim"]["claimName"], naming::backup_claim(first));
+  EXPECT_EQ((*created)["spec"]["backoffLimit"], 0);
+  EXPECT_EQ((*created)["metadata"]["labels"][std::string{kPurposeLabel}], "pre-copy");
+  EXPECT_NE(pod["containers"][0]["command"][2].get<std::string>().find("stsresize pre-copy Job"),
+            std::string::npos);
+  // The replicas were never touched.
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas);
+
+  const StepOutcome outcome = run_until_settled(&pre_copy_step, 200);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
+  for (const ClaimPlan& claim : op.claims) {
+    EXPECT_TRUE(claim.pre_copied) << claim.claim;
+    EXPECT_FALSE(job(claim.claim)) << claim.claim;
+    // The simulated pre-copy leaves the backup equal to the source.
+    EXPECT_EQ(world.cluster.volume_files(world.claim(naming::backup_claim(claim.claim))),
+              world.cluster.volume_files(world.claim(claim.claim)))
+        << claim.claim;
+  }
+  int recorded = 0;
+  for (const Entry& entry : journal->recorded) {
+    if (const auto* pre = std::get_if<entries::PreCopied>(&entry)) {
+      ++recorded;
+      EXPECT_EQ(pre->passes, 1) << pre->claim;
+      EXPECT_TRUE(pre->skipped.empty()) << pre->claim;
+    }
+  }
+  EXPECT_EQ(recorded, static_cast<int>(op.claims.size()));
+  EXPECT_FALSE(world.events.contains("PreCopyFailed"));
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas);
+}
+
+// A pre-copy that fails costs time, not the resize: a Warning, PreCopied saying why, Done.
+TEST_F(PreCopy, AFailedPreCopyIsAWarningAndTheResizeGoesOn) {
+  world.cluster.fail_next_pre_copies(1);
+  const StepOutcome outcome = run_until_settled(&pre_copy_step, 200);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
+  int skipped = 0;
+  for (const Entry& entry : journal->recorded) {
+    if (const auto* pre = std::get_if<entries::PreCopied>(&entry); pre && !pre->skipped.empty()) {
+      ++skipped;
+      EXPECT_NE(pre->skipped.find("its Job failed"), std::string::npos) << pre->skipped;
+      EXPECT_NE(pre->skipped.find("rsync failed with exit code 23"), std::string::npos)
+          << pre->skipped;
+    }
+  }
+  EXPECT_EQ(skipped, 1);
+  EXPECT_TRUE(world.events.contains("PreCopyFailed"));
+}
+
+// A ReadWriteOncePod claim may not be mounted by a second pod: no pre-copy, and PreCopied says
+// so; no backup claim or Job is created for it here.
+TEST_F(PreCopy, AReadWriteOncePodClaimIsNotPreCopied) {
+  op.claims.front().access_modes = {"ReadWriteOncePod"};
+  at(Phase::PreCopying);
+  ASSERT_TRUE(run(&pre_copy_step).is(StepOutcome::Kind::Waiting));
+  ASSERT_EQ(journal->recorded.size(), 1u);
+  const auto* pre = std::get_if<entries::PreCopied>(&journal->recorded.front());
+  ASSERT_TRUE(pre);
+  EXPECT_NE(pre->skipped.find("ReadWriteOncePod"), std::string::npos) << pre->skipped;
+  EXPECT_FALSE(world.kube.get_raw(world.claim(naming::backup_claim(pre->claim))));
+  EXPECT_FALSE(job(pre->claim));
+}
+
+// Someone else's Job of that name is never taken for a pre-copy.
+TEST_F(PreCopy, AJobOfThatNameNotCreatedByTheOperationIsCritical) {
+  const std::string first = op.claims.front().claim;
+  run(&pre_copy_step);  // the backup claim
+  world.kube.put_raw(Kind::Job,
+                     Json{{"metadata", {{"name", naming::pre_copy_job(first)}, {"namespace", kNs}}},
+                          {"spec", Json::object()}});
+  const StepOutcome outcome = run(&pre_copy_step);
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Critical));
+  EXPECT_NE(outcome.message.find("was not created by operation"), std::string::npos)
+      << outcome.message;
+}
+
+// A pre-copy Job still running at the job timeout is recorded and stopped; Done once gone. (The
+// cluster does not move here: the Jobs never start.)
+TEST_F(PreCopy, APreCopyPastTheJobTimeoutIsStoppedAndTheResizeGoesOn) {
+  settings.pending_timeout = settings.job_timeout * 2;
+  for (int i = 0; i < 30; ++i) run(&pre_copy_step);
+  ASSERT_TRUE(job(op.claims.front().claim));
+  world.clock.advance(settings.job_timeout + std::chrono::seconds{1});
+  StepOutcome outcome = run(&pre_copy_step);
+  for (int i = 0; i < 60 && outcome.is(StepOutcome::Kind::Waiting); ++i) {
+    outcome = run(&pre_copy_step);
+  }
+  ASSERT_TRUE(outcome.is(StepOutcome::Kind::Done)) << outcome.message;
+  int timed_out = 0;
+  for (const Entry& entry : journal->recorded) {
+    if (const auto* pre = std::get_if<entries::PreCopied>(&entry)) {
+      timed_out += pre->skipped.find("job timeout") != std::string::npos;
+    }
+  }
+  EXPECT_GT(timed_out, 0);
+  for (const ClaimPlan& claim : op.claims) EXPECT_FALSE(job(claim.claim)) << claim.claim;
+}
 
 }  // namespace
 }  // namespace stsresize

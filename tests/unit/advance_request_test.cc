@@ -182,8 +182,9 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
     SCOPED_TRACE(to_string(phase));
     // A drain deletes nothing before DeletingClaims: Draining is abortable too.
     const bool abortable = phase == Phase::Measuring || phase == Phase::Planning ||
-                           phase == Phase::ScalingDown || phase == Phase::BackingUp ||
-                           phase == Phase::Recreating || phase == Phase::Draining;
+                           phase == Phase::PreCopying || phase == Phase::ScalingDown ||
+                           phase == Phase::BackingUp || phase == Phase::Recreating ||
+                           phase == Phase::Draining;
     const std::string why = abort_refusal(copy_operation(phase, 0));
     EXPECT_EQ(why.empty(), abortable) << why;
     if (!why.empty()) {
@@ -241,6 +242,9 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
       {Phase::UpdatingTemplate,
        {"re-creates the StatefulSet object", "Let it finish", "--abort` once it is in Planning"}},
       {Phase::Planning, {"no plan", "stsresize advance shop/web --abort"}},
+      {Phase::PreCopying,
+       {"writing into the backup claims", "stsresize.dev/pre-copy=false",
+        "stsresize advance shop/web --abort"}},
       {Phase::ScalingDown, {"while their pods still write", "stsresize advance shop/web --abort"}},
       {Phase::BackingUp,
        {"without a verified backup, losing their data", "stsresize advance shop/web --abort"}},

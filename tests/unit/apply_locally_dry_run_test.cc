@@ -36,7 +36,7 @@ TEST(ApplyLocallyCommand, DryRunNeedsNoJournalFileAndWritesNothing) {
   std::ostringstream out, err;
   EXPECT_EQ(cli::run_apply_locally(options, world.kube, caller, out, err), cli::kExitOk)
       << out.str() << err.str();
-  EXPECT_NE(out.str().find("dry run: would approve Planning -> ScalingDown"), std::string::npos)
+  EXPECT_NE(out.str().find("dry run: would approve Planning -> PreCopying"), std::string::npos)
       << out.str() << err.str();
   EXPECT_EQ(world.kube.mutations(), mutations);
 }

@@ -108,19 +108,19 @@ class ApplyLocally : public ::testing::Test {
 TEST_F(ApplyLocally, ApprovalRunsToTheNextWaitThenTheControllerGoesOnWithItsOwnJournal) {
   controller_runs_to_idle();
   ASSERT_EQ(waiting(),
-            (AwaitedApproval{Phase::Planning, Phase::ScalingDown, Trigger::PlannedCopy}));
+            (AwaitedApproval{Phase::Planning, Phase::PreCopying, Trigger::PlannedPreCopy}));
   const std::string id = operation_id();
 
   auto [code, out, err] = apply({.approve = true}, settings());
   ASSERT_EQ(code, cli::kExitOk) << out << err;
-  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}))
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::PreCopying, Phase::ScalingDown, Trigger::StepDone}))
       << out;
   EXPECT_NE(out.find("took the Lease stsresize-system/stsresize-leader as "
                      "advance-local:alice@laptop"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("phase Planning -> ScalingDown"), std::string::npos) << out;
-  EXPECT_NE(out.find("waits for approval of ScalingDown -> BackingUp"), std::string::npos) << out;
+  EXPECT_NE(out.find("phase Planning -> PreCopying"), std::string::npos) << out;
+  EXPECT_NE(out.find("waits for approval of PreCopying -> ScalingDown"), std::string::npos) << out;
   EXPECT_EQ(lease_holder(), "") << "the Lease is released at the end";
   EXPECT_FALSE(advance_request_of(world.live_sts())) << "the request was consumed";
 
@@ -141,10 +141,10 @@ TEST_F(ApplyLocally, ApprovalRunsToTheNextWaitThenTheControllerGoesOnWithItsOwnJ
   // The controller comes back with its own journal, one transition behind the annotation.
   ASSERT_TRUE(approve_waiting(world, "bob", "nonce-bob"));
   controller_runs_to_idle();
-  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::BackingUp, Phase::Recreating, Trigger::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
   auto folded = fold(*controller_journal.read(id), PhaseMachine::rules());
   ASSERT_TRUE(folded) << folded.error().message;
-  EXPECT_EQ(folded->phase, Phase::BackingUp);
+  EXPECT_EQ(folded->phase, Phase::ScalingDown);
 
   // ...and to the end, every file intact.
   for (int approvals = 0; approvals < 10 && waiting(); ++approvals) {
@@ -179,7 +179,7 @@ TEST_F(ApplyLocally, ALeaseNobodyRenewsIsWaitedOutThenTaken) {
   auto [code, out, err] = apply({.approve = true}, settings());
   ASSERT_EQ(code, cli::kExitOk) << out << err;
   EXPECT_NE(out.find("not renewed since: waiting up to 17s"), std::string::npos) << out;
-  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::PreCopying, Phase::ScalingDown, Trigger::StepDone}));
   EXPECT_EQ(lease_holder(), "");
 }
 
@@ -193,10 +193,10 @@ TEST_F(ApplyLocally, TimeoutStopsBetweenStepsAndTheControllerResumes) {
             std::string::npos)
       << err;
   EXPECT_EQ(lease_holder(), "");
-  EXPECT_FALSE(waiting()) << "stopped mid-way, in ScalingDown";
+  EXPECT_FALSE(waiting()) << "stopped mid-way, in PreCopying";
 
   controller_runs_to_idle();
-  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::PreCopying, Phase::ScalingDown, Trigger::StepDone}));
 }
 
 TEST_F(ApplyLocally, ASignalStopsBetweenStepsWithExit6) {
@@ -234,7 +234,7 @@ TEST_F(ApplyLocally, AnApprovalLeftPendingIsTheOneTakenHere) {
                      "took it"),
             std::string::npos)
       << out;
-  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::ScalingDown, Phase::BackingUp, Trigger::StepDone}));
+  EXPECT_EQ(waiting(), (AwaitedApproval{Phase::PreCopying, Phase::ScalingDown, Trigger::StepDone}));
   bool by_carol = false;
   for (const Entry& event : stream(local_journal, operation_id())) {
     if (const auto* action = std::get_if<entries::OperatorAction>(&event)) {

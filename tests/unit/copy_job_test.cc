@@ -844,3 +844,138 @@ exec $real "$@"
 
 }  // namespace
 }  // namespace stsresize
+
+namespace stsresize {
+namespace {
+
+TEST(PreCopyResult, ParsesWhatItFormatsAndRefusesAnythingElse) {
+  const PreCopyResult result{2, 1048576};
+  EXPECT_EQ(format_pre_copy_result(result), R"({"v":1,"passes":2,"bytes":1048576})");
+  EXPECT_EQ(parse_pre_copy_result(format_pre_copy_result(result)), result);
+  for (const std::string bad :
+       {"", "stsresize-precopy: rsync failed with exit code 23 in pass 1",
+        R"({"v":2,"passes":1,"bytes":0})", R"({"v":1,"passes":0,"bytes":0})",
+        R"({"v":1,"passes":4,"bytes":0})", R"({"v":1,"passes":1,"bytes":-1})",
+        R"({"v":1,"passes":1})", R"({"v":1,"passes":1,"bytes":0,"x":1})"}) {
+    EXPECT_FALSE(parse_pre_copy_result(bad)) << bad;
+  }
+}
+
+TEST(PreCopyJob, RunsThePreCopyBesideTheReplicaNeverRetriedAndWithoutAFitCheck) {
+  CopyJobRequest request{.ns = "shop",
+                         .job_name = "data-web-0-stsresize-precopy",
+                         .source_claim = "data-web-0",
+                         .destination_claim = "data-web-0-stsresize-bak",
+                         .operation_id = "web-1",
+                         .statefulset = "web",
+                         .purpose = "pre-copy",
+                         .destination_bytes = 1024};
+  CopyJobSettings settings;
+  settings.tolerations = Json::array({{{"key", "copy"}, {"operator", "Exists"}}});
+  const Json job = build_pre_copy_job(
+      request, Placement{"node-2", Json::array({{{"key", "app"}, {"operator", "Exists"}}})},
+      settings);
+  const Json& pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(job["spec"]["backoffLimit"], 0);
+  EXPECT_EQ(pod["containers"][0]["command"][2], pre_copy_script(settings));
+  EXPECT_FALSE(pod["containers"][0].contains("env"));  // no STSRESIZE_DESTINATION_BYTES
+  EXPECT_EQ(pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+               ["nodeSelectorTerms"][0]["matchFields"][0]["values"],
+            Json::array({"node-2"}));
+  EXPECT_EQ(pod["tolerations"].size(), 2u);
+  EXPECT_EQ(pod["volumes"][0]["persistentVolumeClaim"]["readOnly"], true);
+  // Without a node (no replica runs): the settings' nodeSelector, as for a copy.
+  settings.node_selector = {{"disk", "ssd"}};
+  const Json placed = build_pre_copy_job(request, Placement{}, settings);
+  EXPECT_EQ(placed["spec"]["template"]["spec"]["nodeSelector"], settings.node_selector);
+  EXPECT_FALSE(placed["spec"]["template"]["spec"].contains("affinity"));
+}
+
+using PreCopyScriptRun = CopyScriptRun;
+
+// The first pass copies everything, a second finds nothing left to move: the tree is copied,
+// and the result says two passes and the bytes of the files.
+TEST_F(PreCopyScriptRun, CopiesTheTreeInPassesAndReportsThem) {
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    fs::remove_all(source_);
+    fs::remove_all(destination_);
+    fs::create_directories(source_);
+    fs::create_directories(destination_);
+    populate_awkward_tree();
+    const RunResult r = run(pre_copy_script(CopyJobSettings{}), tool);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(snapshot(destination_), snapshot(source_));
+    const auto result = parse_pre_copy_result(r.termination_message);
+    ASSERT_TRUE(result) << result.error() << "\n" << r.output;
+    EXPECT_EQ(result->passes, 2);
+    std::int64_t files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(source_)) {
+      if (entry.is_regular_file() && !entry.is_symlink()) {
+        files += static_cast<std::int64_t>(entry.file_size());
+      }
+    }
+    EXPECT_GE(result->bytes, files);
+    EXPECT_LE(result->bytes, files + 64);  // and the symlink's target, at most
+    EXPECT_NE(r.output.find("stsresize-precopy: pass 2"), std::string::npos) << r.output;
+  }
+}
+
+// A source whose writes outpace the copy (every pass moves as much as the first) still ends:
+// after kMaxPreCopyPasses passes.
+TEST_F(PreCopyScriptRun, APreCopyThatCannotCatchUpEndsAfterItsLastPass) {
+  const fs::path shims =
+      shim("rsync", Tool::Gnu, "echo 'Total transferred file size: 4,096 bytes'\nexit 0\n");
+  const RunResult r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu, false, shims);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(parse_pre_copy_result(r.termination_message),
+            (PreCopyResult{kMaxPreCopyPasses, 4096 * kMaxPreCopyPasses}));
+}
+
+// Files that vanish while rsync reads them (exit 24) are what a running application does; any
+// other rsync failure fails the pre-copy with its status, and no result.
+TEST_F(PreCopyScriptRun, VanishedFilesAreNoFailureAndAnyOtherRsyncFailureIs) {
+  fs::path shims =
+      shim("rsync", Tool::Gnu, "echo 'Total transferred file size: 0 bytes'\nexit 24\n");
+  RunResult r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu, false, shims);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(parse_pre_copy_result(r.termination_message), (PreCopyResult{1, 0}));
+
+  shims = shim("rsync", Tool::Gnu, "echo 'Total transferred file size: 10 bytes'\nexit 23\n");
+  r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu, false, shims);
+  EXPECT_EQ(r.exit_code, 23) << r.output;
+  EXPECT_EQ(r.termination_message, "stsresize-precopy: rsync failed with exit code 23 in pass 1");
+
+  shims = shim("rsync", Tool::Gnu, "echo 'no statistics'\nexit 0\n");
+  r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu, false, shims);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_FALSE(parse_pre_copy_result(r.termination_message));
+}
+
+// A file written just before the last pass (it may change again within the same second, after
+// the pass copied it) gets time 0 on the destination, so that the copy with the replicas
+// stopped copies it again; an older one keeps its own time.
+TEST_F(PreCopyScriptRun, FilesWrittenJustBeforeTheLastPassAreMarkedForTheNextCopy) {
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    fs::remove_all(destination_);
+    fs::create_directories(destination_);
+    write_file(source_ / "old.txt", "written an hour ago");
+    write_file(source_ / "new.txt", "written just now");
+    const auto hour_ago = fs::file_time_type::clock::now() - std::chrono::hours{1};
+    fs::last_write_time(source_ / "old.txt", hour_ago);
+    const RunResult r = run(pre_copy_script(CopyJobSettings{}), tool);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(read_file(destination_ / "new.txt"), "written just now");
+    struct stat status {};
+    ASSERT_EQ(stat((destination_ / "new.txt").c_str(), &status), 0);
+    EXPECT_EQ(status.st_mtime, 0);
+    ASSERT_EQ(stat((destination_ / "old.txt").c_str(), &status), 0);
+    struct stat source {};
+    ASSERT_EQ(stat((source_ / "old.txt").c_str(), &source), 0);
+    EXPECT_EQ(status.st_mtime, source.st_mtime);
+  }
+}
+
+}  // namespace
+}  // namespace stsresize

@@ -201,7 +201,7 @@ TEST(StatusView, StatusJson_IsTheStableMachineSchema) {
   EXPECT_EQ(items.at(0).at("namespace"), "billing");
   EXPECT_EQ(backing_up.at("path"), "copy");
   EXPECT_EQ(backing_up.at("claims"), (Json{{"done", 1}, {"total", 3}}));
-  EXPECT_EQ(backing_up.at("stepAgeSeconds"), 2187);  // 3s * 3^6: the sixth phase
+  EXPECT_EQ(backing_up.at("stepAgeSeconds"), 6561);  // 3s * 3^7: the seventh phase
   EXPECT_EQ(backing_up.at("jobs").size(), 3u);
   EXPECT_EQ(backing_up.at("backupClaims").size(), 3u);
 }

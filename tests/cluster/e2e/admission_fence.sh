@@ -236,7 +236,7 @@ for p in ScalingDown Recreating Restoring; do
 done
 
 step "outside the copy phases raising the replicas passes"
-for p in ScalingUp ScalingBack CleaningUp Completed Failed ''; do
+for p in PreCopying ScalingUp ScalingBack CleaningUp Completed Failed ''; do
   phase "$p"
   # The /scale policy may see the previous (fenced) phase for a moment.
   eventually passes 30 scale_to 2 --dry-run=server

@@ -62,7 +62,7 @@ start_controller ctl-1
 first_controller=$controller_pid
 wait_lease_holder ctl-1 120
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
-for transition in "UpdatingTemplate -> Planning" "Planning -> ScalingDown"; do
+for transition in "UpdatingTemplate -> Planning" "Planning -> PreCopying" "PreCopying -> ScalingDown"; do
   wait_awaiting "$transition" 240
   out=$(advance --approve --as e2e-operator) || fail "advance --approve exited $? for $transition: $out"
   ok "approved $transition through the controller"

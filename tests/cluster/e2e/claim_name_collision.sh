@@ -222,8 +222,8 @@ if [[ $case_name == labelled ]]; then
   ok "data-web-db-1: a new claim of 2Gi, Bound, every file's sha256 unchanged"
   jobs=$(awk '$1 == "ADDED" { print $2 ":" $3 "," $4 }' "$work/watch-jobs" | sort -u | tr '\n' ' ')
   # The rebind path (the default) copies once: the backup Job only, no restore Job.
-  [[ $jobs == "data-web-db-1-stsresize-backup:data-web-db-1,data-web-db-1-stsresize-bak " ]] ||
-    fail "want one backup Job of data-web-db-1 (and no other), mounting only its claim and backup claim: $jobs"
+  [[ $jobs == "data-web-db-1-stsresize-backup:data-web-db-1,data-web-db-1-stsresize-bak data-web-db-1-stsresize-precopy:data-web-db-1,data-web-db-1-stsresize-bak " ]] ||
+    fail "want one pre-copy and one backup Job of data-web-db-1 (and no other), mounting only its claim and backup claim: $jobs"
   ok "copy Jobs (source,destination): $jobs"
   k rollout status statefulset/db --timeout=120s >/dev/null || fail "statefulset/db is not ready again"
   [[ $(jp statefulset/db '{.spec.replicas} {.status.readyReplicas}') == "2 2" ]] || fail "db is not 2/2 Ready"

@@ -47,8 +47,8 @@ source "$(dirname "$0")/lib.sh"
 
 # The path of an explicit request, as the failpoint names the transitions.
 if [[ $class == sim-fixed ]]; then
-  transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> ScalingDown"
-    "ScalingDown -> BackingUp" "BackingUp -> Recreating" "Recreating -> Restoring"
+  transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> PreCopying"
+    "PreCopying -> ScalingDown" "ScalingDown -> BackingUp" "BackingUp -> Recreating" "Recreating -> Restoring"
     "Restoring -> ScalingUp" "ScalingUp -> CleaningUp" "CleaningUp -> Completed")
 else
   transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> Expanding"
@@ -167,8 +167,9 @@ twice=$(uids StatefulSet | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 2) pri
 backups=$(uids PersistentVolumeClaim | awk '$1 ~ /stsresize/' | wc -l)
 jobs=$(uids Job | wc -l)
 if [[ $class == sim-fixed ]]; then
-  ((backups == 3 && jobs == 3)) || fail "want 3 backup claims and 3 copy Jobs (the rebind path: one copy per claim), each created once; saw $backups and $jobs"
-  ok "3 backup claims and 3 copy Jobs (one copy per claim), each created once; each source claim and the StatefulSet re-created once"
+  pre_copies=$(uids Job | awk '$1 ~ /-stsresize-precopy$/' | wc -l)
+  ((backups == 3 && jobs == 6 && pre_copies == 3)) || fail "want 3 backup claims and 6 Jobs (the rebind path: a pre-copy and one copy per claim), each created once; saw $backups claims, $jobs Jobs of which $pre_copies pre-copies"
+  ok "3 backup claims, 3 pre-copy and 3 copy Jobs (one copy per claim), each created once; each source claim and the StatefulSet re-created once"
 else
   ((backups == 0 && jobs == 0)) || fail "expansion created $backups backup claims and $jobs Jobs"
   pod_uids_after=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')

@@ -36,7 +36,8 @@ e2e_start_controller controller.log
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 
 step "approve every transition, one at a time"
-expected=("UpdatingTemplate -> Planning" "Planning -> ScalingDown" "ScalingDown -> BackingUp"
+expected=("UpdatingTemplate -> Planning" "Planning -> PreCopying" "PreCopying -> ScalingDown"
+  "ScalingDown -> BackingUp"
   "BackingUp -> Recreating" "Recreating -> Restoring" "Restoring -> ScalingUp"
   "ScalingUp -> CleaningUp" "CleaningUp -> Completed")
 approved=()
@@ -61,7 +62,7 @@ for transition in "${expected[@]}"; do
     -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
   grep -qF "stsresize advance $ns/web --approve" <<<"$(grep -F -- "$transition" <<<"$events")" ||
     fail "no AwaitingApproval event naming $transition and the command: $events"
-  if [[ $transition == "Planning -> ScalingDown" ]]; then
+  if [[ $transition == "Planning -> PreCopying" ]]; then
     out=$(advance --approve --dry-run --as e2e-operator) || fail "advance --dry-run exited $?: $out"
     [[ $out == *"dry run: would approve $transition"* ]] || fail "dry run says: $out"
     [[ -z $(annotation advance) ]] || fail "--dry-run wrote the advance annotation"
