@@ -87,14 +87,15 @@
 # Every resize is also checked; a failed check exits 1: sizes, sha256 of every file, replicas,
 # the path the journal says was taken (Rebind, Copy with "not rebind: ...", Expand), the copy
 # Jobs that ran (copy: one backup Job per claim and no restore Job; two-copies: one of each per
-# claim; expansion: none), the rsync logs found for each, bytes copied per byte of data (copy
-# 0.95 to 1.05, two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, no
+# claim; expansion: none; a pre-copy Job per claim on the copy paths but copy-cold), the rsync
+# logs found for each, bytes copied per byte of data, pre-copies included (copy 0.95 to 1.05,
+# two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, no
 # PersistentVolume left of the old claims or of the copies nor a new one without a claimRef
 # (the PV controller deletes released volumes asynchronously: waited for, up to 120 s), the
 # volumes' reclaim policy back to what it was.
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
-#                                 [--paths copy,copy-template,two-copies,expansion,vshn]
+#                                 [--paths copy,copy-cold,copy-template,two-copies,expansion,vshn]
 #                                 [--poll-interval DURATION] [--peer DIR]
 #                                 [--controller-args 'ARGS']
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
@@ -636,7 +637,7 @@ measure_path() {
   # Byte counts, not timings: the rebind path copies each byte once, the two-copy path twice.
   local bounds
   case $path in
-    copy | copy-template) bounds="0.95 1.05" ;;
+    copy | copy-cold | copy-template) bounds="0.95 1.05" ;;
     two-copies | vshn) bounds="1.95 2.05" ;;
     expansion) bounds="0 0" ;;
   esac
@@ -711,10 +712,11 @@ for v in create get list update patch delete watch "GET (get, list, watch)" all;
   rows+=("API requests per resized claim: $v")
 done
 for r in requeue idle retry terminal; do rows+=("reconciles: $r"); done
-rows+=("copy Jobs (backup / restore)" "data in the volumes (MiB, all claims)" "bytes copied (MiB, rsync, all Jobs)"
+rows+=("copy Jobs (backup / restore)" "pre-copy Jobs" "data in the volumes (MiB, all claims)"
+  "bytes copied while the replicas ran (MiB, pre-copies)" "bytes copied (MiB, rsync, all Jobs)"
   "bytes copied per byte of data" "downtime: readyReplicas < $replicas (s)"
   "readyReplicas samples (watch events)" "downtime: Ready pods < $replicas (s)")
-for p in UpdatingTemplate Planning ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp \
+for p in UpdatingTemplate Planning PreCopying ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp \
   Expanding ScalingBack; do rows+=("phase $p (s)"); done
 rows+=("total: journal, first to last record (s)" "total: request -> completed (s)"
   "controller CPU during the resize (s)" "controller RSS at the end / peak (MiB)"

@@ -171,7 +171,8 @@ TEST_P(AbortWhileWaiting, ScalesBackOntoTheIntactSourcesAndEndsFailed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPhaseBeforeADelete, AbortWhileWaiting,
-                         ::testing::Values(Phase::Planning, Phase::ScalingDown, Phase::BackingUp),
+                         ::testing::Values(Phase::Planning, Phase::PreCopying, Phase::ScalingDown,
+                                           Phase::BackingUp),
                          [](const auto& info) { return std::string{to_string(info.param)}; });
 
 TEST_F(Abort, TheOperatorActionStepFailedAndTransitionAreOneAppend) {
@@ -201,6 +202,22 @@ TEST_F(Abort, InAutoModeDuringBackingUpItStopsTheCopy) {
   ASSERT_EQ(abort().code, cli::kExitOk);
   run_to_idle();
   expect_rolled_back(Phase::BackingUp, uids);
+}
+
+// While the pre-copies run: their Jobs and the backup claims go, the replicas were never touched.
+TEST_F(Abort, InAutoModeDuringPreCopyingItStopsThePreCopies) {
+  world.seed(/*expandable=*/false);
+  const auto uids = claim_uids();
+  run_until(Phase::PreCopying);
+  ASSERT_EQ(world.live_sts()["spec"]["replicas"], kReplicas);
+  ASSERT_EQ(abort().code, cli::kExitOk);
+  run_to_idle();
+  expect_rolled_back(Phase::PreCopying, uids);
+  for (const Mutation& m : world.kube.history()) {
+    if (m.ref.kind == Kind::StatefulSet && m.actor == Actor::Client) {
+      EXPECT_EQ(m.object["spec"]["replicas"], kReplicas) << "the replicas were changed";
+    }
+  }
 }
 
 TEST_F(Abort, InRecreatingBeforeAnyDeleteItScalesBack) {

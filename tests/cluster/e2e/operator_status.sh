@@ -24,7 +24,7 @@ status() { "$stsresize" status --kubeconfig "$KUBECONFIG" "$@"; }
 phase_annotation() { jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}' 2>/dev/null || true; }
 
 # The machine's order of the copy path's phases (an explicit request starts in UpdatingTemplate).
-order=(Pending UpdatingTemplate Planning ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp Completed)
+order=(Pending UpdatingTemplate Planning PreCopying ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp Completed)
 rank() {
   local i
   for i in "${!order[@]}"; do [[ ${order[$i]} == "$1" ]] && { echo "$i"; return; }; done
@@ -109,7 +109,7 @@ grep -q '^Status: *Completed$' <<<"$out" || fail "describe does not say Complete
 # The journal's phase table: lines "    <Phase>   <time>   <duration>" under "  Operation ...".
 listed=$(awk '/^  Operation /{table=1; next} table && /^    [A-Z]/{print $1} /^$/{table=0}' <<<"$out" |
   grep -v '^PHASE$' | tr '\n' ' ')
-expected="UpdatingTemplate Planning ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp Completed "
+expected="UpdatingTemplate Planning PreCopying ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp Completed "
 [[ $listed == "$expected" ]] || fail "describe lists phases '$listed', expected '$expected': $out"
 grep -q 'ResizeCompleted' <<<"$out" || fail "describe shows no ResizeCompleted event: $out"
 ok "phases in order: $listed; events shown"

@@ -29,7 +29,8 @@
 #                  edited to Completed. The controller restores the state from its journal
 #                  (Warning StateRestored) and, approved, completes with the data.
 #   scaled_down_forgotten
-#                  mode=manual, held at ScalingDown -> BackingUp (the set at 0, no backup yet):
+#                  mode=manual, no pre-copy (stsresize.dev/pre-copy=false), held at
+#                  ScalingDown -> BackingUp (the set at 0, no backup yet):
 #                  the controller stops, its journal is lost, the state and phase annotations are
 #                  removed. The new controller starts a new operation from the replica count in
 #                  stsresize.dev/original-replicas (3, Warning OriginalReplicasRecovered), not
@@ -164,6 +165,9 @@ ok "writers writing: $(last_line data-web-0)"
 mode=manual
 [[ $case_name == scale_up || $case_name == edited ]] && mode=step
 k annotate statefulset web "stsresize.dev/mode=$mode" >/dev/null
+# No backup claim before BackingUp: a pre-copy would make them in PreCopying, and a start that
+# finds them with nothing saying where their operation stood is refused (UnfinishedOperation).
+[[ $case_name == scaled_down_forgotten ]] && k annotate statefulset web stsresize.dev/pre-copy=false >/dev/null
 
 step "start the controller; request 2Gi"
 controller_args=()

@@ -41,7 +41,7 @@ step "replay -o json lists exactly the phases of the copy path, in order"
 op=$(jq -r '.operations[0].operation' "$work/replay.json")
 e2e_journal_transitions <"$work/replay.json" >"$work/journal-transitions"
 mapfile -t journal_phases < <(awk -F' -> ' 'NR == 1 { print $1 } { print $2 }' "$work/journal-transitions")
-expected=(Pending UpdatingTemplate Planning ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp Completed)
+expected=(Pending UpdatingTemplate Planning PreCopying ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp Completed)
 [[ "${journal_phases[*]}" == "${expected[*]}" ]] ||
   fail "journal phases: ${journal_phases[*]}; expected: ${expected[*]}"
 ok "operation $op: ${journal_phases[*]}"
