@@ -613,7 +613,8 @@ measure_path() {
     ((${#backup_jobs[@]} == want_backup * replicas && ${#restore_jobs[@]} == want_restore * replicas)) ||
       fail "$path: copy Jobs with an rsync log: ${#backup_jobs[@]} backup (${!backup_jobs[*]}), ${#restore_jobs[@]} restore (${!restore_jobs[*]}); want $((want_backup * replicas)) and $((want_restore * replicas))"
     ((want_backup == 0 || bytes_data > 0)) || fail "$path: no backup Job's source summary (copy.termination-log)"
-    ((want_backup == 0 || bytes_copied > 0)) || fail "$path: no bytes transferred in the copy Jobs' rsync logs"
+    ((want_backup == 0 || bytes_copied + bytes_pre_copied > 0)) ||
+      fail "$path: no bytes transferred in the copy and pre-copy Jobs' rsync logs"
     ok "copy Jobs' rsync logs found: ${#backup_jobs[@]} backup, ${#restore_jobs[@]} restore, ${#pre_copy_jobs[@]} pre-copies"
     record "copy Jobs (backup / restore)" "$path" "${#backup_jobs[@]} / ${#restore_jobs[@]}"
     record "pre-copy Jobs" "$path" "${#pre_copy_jobs[@]}"
