@@ -56,19 +56,7 @@ StepOutcome backup_step(StepContext& ctx) {
     if (claim.source_deleted) continue;
     if (claim.backup_verified && claim.backup_generation == generation) continue;
     all_verified = false;
-    const ObjectRef backup_ref = claim_ref(ctx.op, naming::backup_claim(claim.claim));
-    auto backup = get_optional(ctx, backup_ref);
-    if (!backup) return backup.error();
-    if (!backup->has_value()) {
-      if (auto created = create_intended(
-              ctx, backup_ref, backup_claim_body(ctx.op, claim),
-              "backup of " + claim.claim + ", " + backup_size(ctx.op, claim).to_string());
-          !created) {
-        return created.error();
-      }
-      return StepOutcome::waiting(Duration{0});
-    }
-    if (auto refused = check_backup_claim(ctx, claim, **backup)) return *refused;
+    if (auto now = ensure_backup_claim(ctx, claim)) return *now;
     if (auto refused = check_source(ctx, claim)) return *refused;
 
     auto copy = copy_job(ctx, naming::backup_job(claim.claim), claim.claim,

@@ -55,20 +55,8 @@ StepOutcome pre_copy_step(StepContext& ctx) {
     if (const std::string why = no_pre_copy(claim); !why.empty()) {
       return record_and_continue(ctx, entries::PreCopied{claim.claim, 0, 0, why});
     }
+    if (auto now = ensure_backup_claim(ctx, claim)) return *now;
     const std::string backup_name = naming::backup_claim(claim.claim);
-    const ObjectRef backup_ref = claim_ref(ctx.op, backup_name);
-    auto backup = get_optional(ctx, backup_ref);
-    if (!backup) return backup.error();
-    if (!backup->has_value()) {
-      if (auto created = create_intended(
-              ctx, backup_ref, backup_claim_body(ctx.op, claim),
-              "backup of " + claim.claim + ", " + backup_size(ctx.op, claim).to_string());
-          !created) {
-        return created.error();
-      }
-      return StepOutcome::waiting(Duration{0});
-    }
-    if (auto refused = check_backup_claim(ctx, claim, **backup)) return *refused;
 
     const ObjectRef ref = job_ref(ctx.op, naming::pre_copy_job(claim.claim));
     auto existing = get_optional(ctx, ref);

@@ -412,11 +412,11 @@ std::expected<std::pair<std::string, Json>, StepOutcome> node_using(StepContext&
 const Quantity& backup_size(const Operation& op, const ClaimPlan& claim) {
   return op.path == Path::Rebind ? claim.to_size : claim.from_size;
 }
-const std::string& backup_class(const Operation& op, const ClaimPlan& claim) {
+static const std::string& backup_class(const Operation& op, const ClaimPlan& claim) {
   return op.path == Path::Rebind ? claim.to_class : claim.from_class;
 }
 
-Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
+static Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
   Json spec = {{"accessModes", claim.access_modes},
                {"resources", {{"requests", {{"storage", backup_size(op, claim).to_string()}}}}}};
   if (!backup_class(op, claim).empty()) spec["storageClassName"] = backup_class(op, claim);
@@ -437,8 +437,8 @@ Json backup_claim_body(const Operation& op, const ClaimPlan& claim) {
               {"spec", std::move(spec)}};
 }
 
-std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
-                                              const Json& backup) {
+static std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
+                                                     const Json& backup) {
   const std::string name = naming::backup_claim(claim.claim);
   if (!created_by(backup, ctx.op)) {
     return StepOutcome::critical("backup claim " + name +
@@ -467,6 +467,20 @@ std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan&
                                  " after the pending timeout");
   }
   return std::nullopt;
+}
+
+std::optional<StepOutcome> ensure_backup_claim(StepContext& ctx, const ClaimPlan& claim) {
+  const ObjectRef ref = claim_ref(ctx.op, naming::backup_claim(claim.claim));
+  auto backup = get_optional(ctx, ref);
+  if (!backup) return backup.error();
+  if (backup->has_value()) return check_backup_claim(ctx, claim, **backup);
+  if (auto created = create_intended(
+          ctx, ref, backup_claim_body(ctx.op, claim),
+          "backup of " + claim.claim + ", " + backup_size(ctx.op, claim).to_string());
+      !created) {
+    return created.error();
+  }
+  return StepOutcome::waiting(Duration{0});
 }
 
 }  // namespace stsresize::steps

@@ -140,15 +140,13 @@ std::optional<StepOutcome> delete_ours_in_turn(StepContext& ctx,
 std::expected<std::pair<std::string, Json>, StepOutcome> node_using(StepContext& ctx,
                                                                     const std::string& claim);
 
-// The backup claim of `claim` (naming::backup_claim): its size and class (the source's on the
-// two-copy path, the target's on the rebind path, where its volume becomes the claim's) and
-// the body it is created with.
+// The size of the backup claim of `claim` (naming::backup_claim): the source's on the two-copy
+// path, the target's on the rebind path, where its volume becomes the claim's.
 const Quantity& backup_size(const Operation& op, const ClaimPlan& claim);
-const std::string& backup_class(const Operation& op, const ClaimPlan& claim);
-Json backup_claim_body(const Operation& op, const ClaimPlan& claim);
-// Critical unless `backup` is the backup claim this operation asked for (created by it, that
-// size and class, not being deleted, bound before the pending timeout).
-std::optional<StepOutcome> check_backup_claim(StepContext& ctx, const ClaimPlan& claim,
-                                              const Json& backup);
+// The backup claim of `claim`, as BackingUp and PreCopying need it: the outcome to return now
+// (Waiting(0) after creating it; Critical unless it is the one this operation asked for: created
+// by it, that size and class, not being deleted, bound before the pending timeout; an error), or
+// nullopt when it is there and right.
+std::optional<StepOutcome> ensure_backup_claim(StepContext& ctx, const ClaimPlan& claim);
 
 }  // namespace stsresize::steps
