@@ -41,25 +41,60 @@ std::string shell_quoted(const std::string& word) {
 // sound; a busybox digest of a name
 // containing a newline followed by a forged "<64 hex>  ./" line is the one theoretical
 // ambiguity, and it needs a deliberately crafted file name on the source.
-constexpr std::string_view kScriptHead = R"(set -eu
+constexpr std::string_view kScriptIntro = R"sh(set -eu
 # stsresize copy Job: copy /source/ to /destination/, then prove it (see engine/copy_job.h).
-# summarise TREE SCRATCH: print TREE's summary as one JSON object. Every stage is checked on
-# its own (no pipefail in ash/dash); its lists go to the directory SCRATCH (a few hundred
-# bytes a file, each removed once read, as sort's own spill files would take).
-# The sha256 of each file, as sha256sum prints it ("<hex>  ./path"): OpenSSL's where the image
+)sh";
+
+// Both Jobs' digest lines (the pre-copy's manifests, the copy's summaries), made alike.
+constexpr std::string_view kDigestLines =
+    R"sh(# The sha256 of each file, as sha256sum prints it ("<hex>  ./path"): OpenSSL's where the image
 # has it (it uses the CPU's SHA instructions: four times as fast as coreutils' sha256sum), else
 # sha256sum. Both sides of a Job use the same one.
 if openssl version > /dev/null 2>&1; then digest_tool=openssl; else digest_tool=sha256sum; fi
+# digest_lines NAMES LINES: the digest line of each file NAMES lists (NUL-separated), into LINES.
+digest_lines() {
+  if [ "$digest_tool" = openssl ]; then
+    xargs -0 -r openssl dgst -sha256 -r < "$1" > "$2.raw" || return
+    sed 's/^\(\\\{0,1\}[0-9a-f]\{64\}\) \*/\1  /' "$2.raw" > "$2" || return
+    rm -f "$2.raw"
+  else
+    xargs -0 -r sha256sum < "$1" > "$2" || return
+  fi
+}
+)sh";
+
+constexpr std::string_view kScriptHead =
+    R"sh(# summarise TREE SCRATCH [MANIFEST]: print TREE's summary as one JSON object. Every stage is
+# checked on its own (no pipefail in ash/dash); its lists go to the directory SCRATCH (a few
+# hundred bytes a file, each removed once read, as sort's own spill files would take).
+# With a MANIFEST (the pre-copy's, see manifest below), a file whose inode, size, mtime and
+# ctime are those of a MANIFEST line takes that line's digest instead of being read again: the
+# work with the replicas stopped grows with what changed since the pre-copy, not with the
+# volume. Only for trees without '\', newline or carriage return in any name, whose digest
+# lines and stat lines are then one line a file, in the same form. SCRATCH/hashed gets the
+# bytes that were read.
 summarise() (
   cd "$1" || exit
   find . -type f -print0 > "$2/names" || exit
   xargs -0 -r stat -c %s < "$2/names" > "$2/sizes" || exit
-  if [ "$digest_tool" = openssl ]; then
-    xargs -0 -r openssl dgst -sha256 -r < "$2/names" > "$2/raw" || exit
-    sed 's/^\(\\\{0,1\}[0-9a-f]\{64\}\) \*/\1  /' "$2/raw" > "$2/lines" || exit
-    rm -f "$2/raw"
+  hashed=
+  if [ -n "${3:-}" ] && [ "$(tr -dc '\n\r\\' < "$2/names" | wc -c)" -eq 0 ]; then
+    xargs -0 -r stat -c '%i %s %Y %Z %n' < "$2/names" > "$2/stats" || exit
+    : > "$2/cached" || exit
+    : > "$2/rest" || exit
+    awk -v manifest="$3" -v cached="$2/cached" -v rest="$2/rest" '
+      FILENAME == manifest { digest[substr($0, 66)] = substr($0, 1, 64); next }
+      { name = $0; for (i = 0; i < 4; i++) name = substr(name, index(name, " ") + 1) }
+      $0 in digest { print digest[$0] "  " name > cached; next }
+      { print name > rest; bytes += $2 }
+      END { printf "%.0f\n", bytes }' "$3" "$2/stats" > "$2/hashed" || exit
+    hashed=$(cat "$2/hashed") || exit
+    tr '\n' '\000' < "$2/rest" > "$2/names" || exit
+    digest_lines "$2/names" "$2/lines" || exit
+    cat "$2/cached" >> "$2/lines" || exit
+    rm -f "$2/stats" "$2/cached" "$2/rest"
   else
-    xargs -0 -r sha256sum < "$2/names" > "$2/lines" || exit
+    digest_lines "$2/names" "$2/lines" || exit
   fi
   rm -f "$2/names"
   LC_ALL=C sort -o "$2/sorted" "$2/lines" || exit
@@ -75,6 +110,7 @@ summarise() (
     files=$((files + 1))
     bytes=$((bytes + size))
   done < "$2/sizes"
+  if [ -z "$hashed" ]; then echo "$bytes" > "$2/hashed" || exit; fi
   printf '{"files":%s,"bytes":%s,"digest":"%s"}' "$files" "$bytes" "${digest%% *}"
 )
 # A destination too small for the data (a shrink whose source grew since it was measured) fails
@@ -107,13 +143,31 @@ mkdir "$scratch" "$scratch/source" "$scratch/destination"
 # The source is summarised while rsync copies it: nothing else writes to it (the fence), both
 # read it (its pages cached for the other), and its hashing overlaps the copy instead of
 # following it. The destination's is made once rsync is done.
-summarise /source "$scratch/source" > "$scratch/source.json" &
+# The pre-copy's manifests, taken out of /destination before anything reads or copies it (a
+# copy tried again finds none and reads everything). A source that has an entry of either name
+# keeps it: it is the application's, copied like the rest, and no manifest is used.
+source_manifest=
+destination_manifest=
+if [ -e /source/.stsresize-pre-copy ] || [ -L /source/.stsresize-pre-copy ] ||
+  [ -e /source/.stsresize-pre-copy.new ] || [ -L /source/.stsresize-pre-copy.new ]; then
+  echo "stsresize-copy: /source has its own .stsresize-pre-copy: no manifest is used"
+else
+  if [ "$(cat /destination/.stsresize-pre-copy/format 2> /dev/null)" = "stsresize-manifest v1" ] &&
+    cp /destination/.stsresize-pre-copy/source "$scratch/source.manifest" 2> /dev/null &&
+    cp /destination/.stsresize-pre-copy/destination "$scratch/destination.manifest" 2> /dev/null; then
+    source_manifest=$scratch/source.manifest
+    destination_manifest=$scratch/destination.manifest
+    echo "stsresize-copy: the pre-copy's manifests: files unchanged since it are not read again"
+  fi
+  rm -rf /destination/.stsresize-pre-copy /destination/.stsresize-pre-copy.new
+fi
+summarise /source "$scratch/source" "$source_manifest" > "$scratch/source.json" &
 source_pid=$!
 echo "stsresize-copy: rsync /source/ /destination/, summarising /source meanwhile"
 status=0
-)";
+)sh";
 
-constexpr std::string_view kScriptTail = R"( /source/ /destination/ || status=$?
+constexpr std::string_view kScriptTail = R"sh( /source/ /destination/ || status=$?
 if [ "$status" -ne 0 ]; then
   wait "$source_pid" || true
   message="stsresize-copy: rsync failed with exit code $status"
@@ -124,7 +178,7 @@ fi
 # A side whose summary failed is never compared: the Job reports the failure instead of a
 # summary.
 echo "stsresize-copy: summarising /destination"
-summarise /destination "$scratch/destination" > "$scratch/destination.json" &
+summarise /destination "$scratch/destination" "$destination_manifest" > "$scratch/destination.json" &
 destination_pid=$!
 source_status=0
 wait "$source_pid" || source_status=$?
@@ -138,24 +192,66 @@ if [ "$source_status" -ne 0 ] || [ "$destination_status" -ne 0 ]; then
 fi
 source_summary=$(cat "$scratch/source.json")
 destination_summary=$(cat "$scratch/destination.json")
+hashed=$(($(cat "$scratch/source/hashed") + $(cat "$scratch/destination/hashed")))
 rm -rf "$scratch"
-summary="{\"v\":1,\"source\":$source_summary,\"destination\":$destination_summary}"
+summary="{\"v\":1,\"source\":$source_summary,\"destination\":$destination_summary,\"hashed\":$hashed}"
 printf '%s' "$summary" > /dev/termination-log
 echo "stsresize-copy: $summary"
 if [ "$source_summary" != "$destination_summary" ]; then
   echo "stsresize-copy: destination differs from source" >&2
   exit 3
 fi
-)";
+)sh";
 
 // The pre-copy (Phase::PreCopying): rsync passes while the replica still writes to /source.
 // Nothing it does is trusted: BackingUp copies again with the replicas stopped and proves the
 // result. rsync's output goes to the log through tee (progress for people) and to a file for
 // its --stats; its own status is kept in a file, as a pipeline's would be lost without pipefail.
-constexpr std::string_view kPreCopyHead = R"(set -eu
+constexpr std::string_view kPreCopyIntro = R"sh(set -eu
 # stsresize pre-copy Job: copy /source/ to /destination/ while the replica still runs (see
 # engine/copy_job.h). Proves nothing: the copy Job copies again with the replica stopped.
-scratch=/tmp/stsresize-precopy.$$
+)sh";
+
+// The pre-copy's manifests: what lets the copy after it read only what changed. Each line is
+// "<sha256 hex> <inode> <size> <mtime> <ctime> ./path" for a file whose stat line was the same
+// before and after it was hashed and whose ctime (whole seconds) is before SINCE, at least 2 s
+// before the first stat. Why that proves a later match unchanged: any change to a file's data
+// or times sets its ctime to the time of the change, later than the recorded one, and ctime
+// cannot be set by a program; a file changed while it was hashed has a different stat line
+// after, and one changed in the second its recorded ctime names was changed before the
+// manifest began. What it trusts: the kernel (or the file server) keeping ctime, from a clock
+// within 2 s of this node's that is not set back, and an inode number naming one file while it
+// exists. A file that fails any of this is left out and read again by the copy.
+constexpr std::string_view kManifest =
+    R"sh(# manifest TREE SCRATCH SINCE: print TREE's manifest (see above); nothing for a tree with '\',
+# newline or carriage return in a name. Files that vanish or fail to hash are left out.
+manifest() (
+  cd "$1" || exit
+  find . -type f -print0 > "$2/names" || exit
+  if [ "$(tr -dc '\n\r\\' < "$2/names" | wc -c)" -ne 0 ]; then exit 0; fi
+  xargs -0 -r stat -c '%i %s %Y %Z %n' < "$2/names" > "$2/before" 2> /dev/null || true
+  digest_lines "$2/names" "$2/lines" 2> /dev/null || true
+  if [ -f "$2/lines.raw" ]; then
+    sed 's/^\([0-9a-f]\{64\}\) \*/\1  /' "$2/lines.raw" > "$2/lines" || exit
+  fi
+  xargs -0 -r stat -c '%i %s %Y %Z %n' < "$2/names" > "$2/after" 2> /dev/null || true
+  touch "$2/lines" || exit
+  awk -v since="$3" -v before="$2/before" -v after="$2/after" '
+    FILENAME == after { same[$0] = 1; next }
+    FILENAME == before {
+      if (!($0 in same) || $4 >= since) next
+      name = $0
+      for (i = 0; i < 4; i++) name = substr(name, index(name, " ") + 1)
+      entry[name] = $0
+      next
+    }
+    substr($0, 65, 2) == "  " && substr($0, 1, 64) ~ /^[0-9a-f]+$/ && (substr($0, 67) in entry) {
+      print substr($0, 1, 64) " " entry[substr($0, 67)]
+    }' "$2/after" "$2/before" "$2/lines"
+)
+)sh";
+
+constexpr std::string_view kPreCopyHead = R"sh(scratch=/tmp/stsresize-precopy.$$
 mkdir "$scratch"
 passes=0
 copied=0
@@ -164,7 +260,7 @@ while :; do
   passes=$((passes + 1))
   started=$(date +%s)
   echo "stsresize-precopy: pass $passes: rsync /source/ /destination/"
-  { status=0; )";
+  { status=0; )sh";
 
 constexpr std::string_view kPreCopyTail =
     R"sh( /source/ /destination/ || status=$?; echo "$status" > "$scratch/status"; } | tee "$scratch/out"
@@ -201,6 +297,37 @@ done
 touch -d "@$((started - 3))" "$scratch/since"
 find /destination -type f -newer "$scratch/since" -print0 > "$scratch/recent"
 xargs -0 -r touch -c -d @0 < "$scratch/recent"
+# The manifests of both trees, into /destination/.stsresize-pre-copy (written whole, then
+# renamed), for the copy with the replicas stopped to read only what changed. Without them that
+# copy reads everything, so any failure here only says so. 3 s first: the files this Job wrote
+# last then have a ctime old enough to be recorded.
+if [ -e /source/.stsresize-pre-copy ] || [ -L /source/.stsresize-pre-copy ] ||
+  [ -e /source/.stsresize-pre-copy.new ] || [ -L /source/.stsresize-pre-copy.new ]; then
+  echo "stsresize-precopy: /source has its own .stsresize-pre-copy: no manifest"
+else
+  sleep 3
+  since=$(($(date +%s) - 2))
+  echo "stsresize-precopy: hashing both trees for the manifests"
+  mkdir "$scratch/source" "$scratch/destination"
+  manifest /source "$scratch/source" "$since" > "$scratch/source.manifest" &
+  source_pid=$!
+  manifest_status=0
+  manifest /destination "$scratch/destination" "$since" > "$scratch/destination.manifest" ||
+    manifest_status=$?
+  wait "$source_pid" || manifest_status=$?
+  if [ "$manifest_status" -eq 0 ] &&
+    rm -rf /destination/.stsresize-pre-copy.new /destination/.stsresize-pre-copy &&
+    mkdir /destination/.stsresize-pre-copy.new &&
+    cp "$scratch/source.manifest" /destination/.stsresize-pre-copy.new/source &&
+    cp "$scratch/destination.manifest" /destination/.stsresize-pre-copy.new/destination &&
+    echo "stsresize-manifest v1" > /destination/.stsresize-pre-copy.new/format &&
+    mv /destination/.stsresize-pre-copy.new /destination/.stsresize-pre-copy; then
+    echo "stsresize-precopy: manifests of $(wc -l < "$scratch/source.manifest") files on /source, $(wc -l < "$scratch/destination.manifest") on /destination"
+  else
+    echo "stsresize-precopy: no manifest (exit code $manifest_status): the copy reads everything" >&2
+    rm -rf /destination/.stsresize-pre-copy.new || true
+  fi
+fi
 rm -rf "$scratch"
 result="{\"v\":1,\"passes\":$passes,\"bytes\":$copied}"
 printf '%s' "$result" > /dev/termination-log
@@ -212,9 +339,10 @@ std::string format_tree(const TreeSummary& tree) {
          ",\"digest\":\"" + tree.digest + "\"}";
 }
 
-std::expected<void, std::string> has_exactly(const Json& object,
-                                             std::initializer_list<std::string_view> keys,
-                                             std::string_view what) {
+// `keys`, each of them, and of `optional` any; nothing else.
+std::expected<void, std::string> has_exactly(
+    const Json& object, std::initializer_list<std::string_view> keys, std::string_view what,
+    std::initializer_list<std::string_view> optional = {}) {
   if (!object.is_object()) return std::unexpected(std::string{what} + " is not a JSON object");
   for (std::string_view key : keys) {
     if (!object.contains(key)) {
@@ -222,7 +350,8 @@ std::expected<void, std::string> has_exactly(const Json& object,
     }
   }
   for (const auto& [key, value] : object.items()) {
-    if (std::ranges::find(keys, std::string_view{key}) == keys.end()) {
+    if (std::ranges::find(keys, std::string_view{key}) == keys.end() &&
+        std::ranges::find(optional, std::string_view{key}) == optional.end()) {
       return std::unexpected(std::string{what} + " has an unexpected key \"" + key + "\"");
     }
   }
@@ -280,7 +409,9 @@ std::expected<CopySummary, std::string> parse_copy_summary(const std::string& me
     return std::unexpected("copy summary is not valid JSON (truncated or an error message?): " +
                            excerpt);
   }
-  if (auto ok = has_exactly(parsed, {"v", "source", "destination"}, "copy summary"); !ok) {
+  // "hashed": the bytes the Job read to summarise both sides (absent from Jobs older than it).
+  if (auto ok = has_exactly(parsed, {"v", "source", "destination"}, "copy summary", {"hashed"});
+      !ok) {
     return std::unexpected(ok.error());
   }
   const Json& version = parsed.at("v");
@@ -292,16 +423,25 @@ std::expected<CopySummary, std::string> parse_copy_summary(const std::string& me
   if (!source) return std::unexpected(source.error());
   auto destination = parse_tree(parsed.at("destination"), "destination");
   if (!destination) return std::unexpected(destination.error());
-  return CopySummary{std::move(*source), std::move(*destination)};
+  std::optional<std::int64_t> hashed;
+  if (parsed.contains("hashed")) {
+    auto n = count(parsed.at("hashed"), "copy summary hashed");
+    if (!n) return std::unexpected(n.error());
+    hashed = *n;
+  }
+  return CopySummary{std::move(*source), std::move(*destination), hashed};
 }
 
 std::string format_copy_summary(const CopySummary& summary) {
   return "{\"v\":1,\"source\":" + format_tree(summary.source) +
-         ",\"destination\":" + format_tree(summary.destination) + "}";
+         ",\"destination\":" + format_tree(summary.destination) +
+         (summary.hashed ? ",\"hashed\":" + std::to_string(*summary.hashed) : std::string{}) + "}";
 }
 
 std::string copy_script(const CopyJobSettings& settings) {
-  std::string script{kScriptHead};
+  std::string script{kScriptIntro};
+  script += kDigestLines;
+  script += kScriptHead;
   // progress2: one overall progress record (bytes, %, rate) rewritten with '\r', so a long copy
   // is visibly moving in `kubectl logs`. rsync refreshes it as each file completes, so a tree
   // of millions of small files logs tens of bytes per file; the kubelet's log rotation bounds
@@ -316,7 +456,10 @@ std::string copy_script(const CopyJobSettings& settings) {
 }
 
 std::string pre_copy_script(const CopyJobSettings& settings) {
-  std::string script{kPreCopyHead};
+  std::string script{kPreCopyIntro};
+  script += kDigestLines;
+  script += kManifest;
+  script += kPreCopyHead;
   script += "rsync --info=progress2 --stats --no-human-readable";
   for (const std::string& flag : settings.rsync_flags) {
     script += ' ';

@@ -2,10 +2,12 @@
 // The copy Job: the one place that knows what command copies a volume and how its result is
 // reported. The Job mounts the source claim at /source and the destination at /destination,
 // runs rsync, then writes a JSON summary of both trees to its termination message:
-//   {"v":1,"source":{"files":N,"bytes":B,"digest":"<sha256 hex>"},"destination":{...}}
+//   {"v":1,"source":{"files":N,"bytes":B,"digest":"<sha256 hex>"},"destination":{...},
+//    "hashed":H}
 // where digest = sha256 of the sorted "sha256  ./relative/path" lines of every regular file
 // (sha256sum's format, made by `openssl dgst -sha256` where the image has OpenSSL). The
-// controller deletes a source only when both sides are equal.
+// controller deletes a source only when both sides are equal. H, the bytes read to make both
+// summaries, is a figure only (ARCHITECTURE.md, "The manifests").
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -27,6 +29,9 @@ struct TreeSummary {
 struct CopySummary {
   TreeSummary source;
   TreeSummary destination;
+  // The bytes read to summarise both sides: all of both trees, or, after a pre-copy's
+  // manifests, only the files changed since it. A figure, never part of the proof.
+  std::optional<std::int64_t> hashed = std::nullopt;
 
   bool matches() const { return source == destination; }
 };
@@ -111,7 +116,9 @@ inline constexpr int kDoesNotFitExitCode = 5;
 // xargs -0, stat, sort, sed, and openssl or else sha256sum): rsync --info=progress2 <flags>
 // /source/ /destination/ while the source is summarised, then the destination once rsync is
 // done (each tree read once more, its lists in /tmp), and the summary written to
-// /dev/termination-log. Exit status:
+// /dev/termination-log. A pre-copy's manifests in /destination/.stsresize-pre-copy are taken
+// out first, and each side's files unchanged since (same inode, size, mtime and ctime) are not
+// read again but take the manifest's sha256. Exit status:
 //   0      summary written, both sides equal;
 //   3      summary written, the sides differ (the Job fails, and its retries fail the same way);
 //   4      a side's summary failed (any of its stages, each checked on its own): no summary,
@@ -153,7 +160,11 @@ std::string format_pre_copy_result(const PreCopyResult& result);
 // with exit code N in pass P" as the termination message. Before the result, every destination
 // file whose modification time is from 3 s before the last pass began on is given time 0, so
 // that the copy after it (rsync's quick check: size and time in whole seconds) copies again any
-// file written in the same second as that pass copied it. It verifies nothing.
+// file written in the same second as that pass copied it. Then, 3 s later, the manifests of
+// both trees (sha256, inode, size, mtime, ctime of each file whose ctime is 2 s old and that did
+// not change while it was hashed) into /destination/.stsresize-pre-copy, unless /source has an
+// entry of that name; a failure there costs the copy after it a full read, never the result.
+// It verifies nothing.
 std::string pre_copy_script(const CopyJobSettings& settings);
 
 // Pins a Job's pod to `node` by name (with `node_tolerations` added to the settings' own), or,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace stsresize {
@@ -41,7 +43,18 @@ TEST(CopySummary, ParsesWhatItFormats) {
   ASSERT_TRUE(parsed.has_value()) << parsed.error();
   EXPECT_EQ(parsed->source, summary.source);
   EXPECT_EQ(parsed->destination, summary.destination);
+  EXPECT_EQ(parsed->hashed, std::nullopt);  // as a Job older than the figure writes it
   EXPECT_FALSE(parsed->matches());
+
+  const CopySummary with_figure{{1, 2, kDigestA}, {1, 2, kDigestA}, 4};
+  EXPECT_EQ(format_copy_summary(with_figure),
+            "{\"v\":1,\"source\":" + std::string{"{\"files\":1,\"bytes\":2,\"digest\":\""} +
+                kDigestA + "\"},\"destination\":{\"files\":1,\"bytes\":2,\"digest\":\"" + kDigestA +
+                "\"},\"hashed\":4}");
+  const auto figure = parse_copy_summary(format_copy_summary(with_figure));
+  ASSERT_TRUE(figure.has_value()) << figure.error();
+  EXPECT_EQ(figure->hashed, 4);
+  EXPECT_TRUE(figure->matches());
 }
 
 TEST(CopySummary, MatchesOnlyWhenBothSidesAreEqual) {
@@ -73,6 +86,8 @@ TEST(CopySummary, RefusesAnythingButTheExactShapeWithAClearMessage) {
       {"{\"v\":1.0,\"source\":" + good + ",\"destination\":" + good + "}", "unsupported version"},
       {"{\"v\":1,\"source\":" + good + ",\"destination\":" + good + ",\"x\":0}",
        "unexpected key \"x\""},
+      {"{\"v\":1,\"source\":" + good + ",\"destination\":" + good + ",\"hashed\":-1}",
+       "hashed is negative"},
       {"{\"v\":1,\"source\":" + tree("-1", "2", kDigestA) + ",\"destination\":" + good + "}",
        "\"source\" files is negative"},
       {"{\"v\":1,\"source\":" + good + ",\"destination\":" + tree("1", "2.5", kDigestA) + "}",
@@ -582,6 +597,7 @@ class CopyScriptRun : public ::testing::Test {
     EXPECT_EQ(expected.files, 7);  // the symlink and directories are not regular files
     EXPECT_EQ(summary->source, expected);
     EXPECT_EQ(summary->destination, expected);
+    EXPECT_EQ(summary->hashed, 2 * expected.bytes);  // no manifest: both trees read whole
   }
 
   fs::path dir_;
@@ -893,6 +909,9 @@ TEST(PreCopyJob, RunsThePreCopyBesideTheReplicaNeverRetriedAndWithoutAFitCheck) 
 
 using PreCopyScriptRun = CopyScriptRun;
 
+// Where the pre-copy leaves its manifests for the copy after it.
+const fs::path kManifests = ".stsresize-pre-copy";
+
 // The first pass copies everything, a second finds nothing left to move: the tree is copied,
 // and the result says two passes and the bytes of the files.
 TEST_F(PreCopyScriptRun, CopiesTheTreeInPassesAndReportsThem) {
@@ -905,6 +924,10 @@ TEST_F(PreCopyScriptRun, CopiesTheTreeInPassesAndReportsThem) {
     populate_awkward_tree();
     const RunResult r = run(pre_copy_script(CopyJobSettings{}), tool);
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    // Its manifests besides the copy: empty, as names with '\' or a newline are in the tree.
+    EXPECT_EQ(read_file(destination_ / kManifests / "format"), "stsresize-manifest v1\n");
+    EXPECT_EQ(read_file(destination_ / kManifests / "source"), "");
+    fs::remove_all(destination_ / kManifests);
     EXPECT_EQ(snapshot(destination_), snapshot(source_));
     const auto result = parse_pre_copy_result(r.termination_message);
     ASSERT_TRUE(result) << result.error() << "\n" << r.output;
@@ -975,6 +998,108 @@ TEST_F(PreCopyScriptRun, FilesWrittenJustBeforeTheLastPassAreMarkedForTheNextCop
     ASSERT_EQ(stat((source_ / "old.txt").c_str(), &source), 0);
     EXPECT_EQ(status.st_mtime, source.st_mtime);
   }
+}
+
+// Files written an hour ago, as most of a volume is: the pre-copy does not mark them for the
+// next copy, whose rsync then passes over them (same size and time).
+void age_files(const fs::path& root) {
+  const auto hour_ago = fs::file_time_type::clock::now() - std::chrono::hours{1};
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file() && !entry.is_symlink()) fs::last_write_time(entry, hour_ago);
+  }
+}
+
+// The work with the replicas stopped grows with what changed, not with the volume: after a
+// pre-copy, the copy reads again only the files changed since (on both sides), proves the same
+// summaries as a copy that reads everything, and leaves no manifest in the destination.
+TEST_F(PreCopyScriptRun, TheCopyAfterItReadsOnlyWhatChangedSince) {
+  std::string block(256 * 1024, 'x');
+  write_file(source_ / "a.bin", block);
+  write_file(source_ / "nested" / "dir" / "b.bin", block + block);
+  write_file(source_ / "with space.txt", "spaces in the name");
+  write_file(source_ / "empty", "");
+  fs::create_symlink("a.bin", source_ / "link");
+  age_files(source_);
+  // Files are recorded only once their ctime is 2 s old: as a volume's data mostly is.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+  int round = 0;
+  for (const Tool tool : tools()) {
+    SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
+    fs::remove_all(destination_);
+    fs::create_directories(destination_);
+    RunResult r = run(pre_copy_script(CopyJobSettings{}), tool);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(read_file(destination_ / kManifests / "format"), "stsresize-manifest v1\n");
+    // Every file of each tree (the one the last round rewrote too: that was 3 s ago).
+    const auto lines = [](const std::string& text) { return std::ranges::count(text, '\n'); };
+    EXPECT_EQ(lines(read_file(destination_ / kManifests / "source")), 4) << r.output;
+    EXPECT_EQ(lines(read_file(destination_ / kManifests / "destination")), 4) << r.output;
+
+    // The application writes on after the pre-copy: a new file and one rewritten.
+    const std::string changed = "rewritten in round " + std::to_string(round);
+    write_file(source_ / "with space.txt", changed);
+    write_file(source_ / "new.txt", "new");
+    r = run(copy_script(CopyJobSettings{}), tool);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_FALSE(fs::exists(destination_ / kManifests));
+    EXPECT_EQ(snapshot(destination_), snapshot(source_));
+    const auto summary = parse_copy_summary(r.termination_message);
+    ASSERT_TRUE(summary.has_value()) << summary.error() << "\n" << r.output;
+    EXPECT_TRUE(summary->matches());
+    EXPECT_EQ(summary->source, expected_summary(source_, tool));
+    // Both sides of the two changed files, nothing else.
+    EXPECT_EQ(summary->hashed, 2 * static_cast<std::int64_t>(changed.size() + 3)) << r.output;
+    fs::remove(source_ / "new.txt");
+    ++round;
+  }
+}
+
+// What the manifests never hide: a file changed behind rsync's back with its size and mtime
+// put back (rsync's quick check passes it over), on either side, is read again (its ctime
+// moved) and the summaries differ: no copy is proven that is not one.
+TEST_F(PreCopyScriptRun, AFileChangedWithItsSizeAndTimePutBackIsReadAgain) {
+  write_file(source_ / "a.bin", std::string(4096, 'a'));
+  write_file(source_ / "b.bin", std::string(4096, 'b'));
+  age_files(source_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+  const auto rewrite_keeping_time = [](const fs::path& file, char fill) {
+    const auto time = fs::last_write_time(file);
+    write_file(file, std::string(4096, fill));
+    fs::last_write_time(file, time);
+  };
+  for (const std::string side : {"source", "destination"}) {
+    SCOPED_TRACE(side);
+    fs::remove_all(destination_);
+    fs::create_directories(destination_);
+    RunResult r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_NE(read_file(destination_ / kManifests / "destination"), "");
+    rewrite_keeping_time((side == "source" ? source_ : destination_) / "a.bin", 'z');
+    r = run(copy_script(CopyJobSettings{}), Tool::Gnu);
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    const auto summary = parse_copy_summary(r.termination_message);
+    ASSERT_TRUE(summary.has_value()) << r.output;
+    EXPECT_FALSE(summary->matches());
+    EXPECT_EQ(summary->hashed, 4096) << r.output;  // that side's file, read again
+    if (side == "source") rewrite_keeping_time(source_ / "a.bin", 'a');
+  }
+}
+
+// A source that has its own .stsresize-pre-copy keeps it: the pre-copy writes no manifest over
+// the copy of it, and the copy reads everything and copies it like any other directory.
+TEST_F(PreCopyScriptRun, TheApplicationsOwnEntryOfTheManifestsNameIsData) {
+  write_file(source_ / kManifests / "format", "the application's\n");
+  write_file(source_ / kManifests / "source", "its data");
+  write_file(source_ / "a.bin", "a");
+  RunResult r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(snapshot(destination_), snapshot(source_));
+  r = run(copy_script(CopyJobSettings{}), Tool::Gnu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(snapshot(destination_), snapshot(source_));
+  const auto summary = parse_copy_summary(r.termination_message);
+  ASSERT_TRUE(summary.has_value()) << r.output;
+  EXPECT_EQ(summary->hashed, 2 * summary->source.bytes);
 }
 
 }  // namespace
