@@ -35,6 +35,9 @@
 #                                    total, from the Job pods' logs kept by the node simulator),
 #                                    divided by the data in the volumes (the backup Jobs' source
 #                                    summaries: files and bytes of every regular file)
+#   bytes read to prove the copies   the copy Jobs' summaries' "hashed": what they read on both
+#                                    sides with the replicas stopped (both trees whole, or, after
+#                                    a pre-copy's manifests, only the files changed since)
 #   downtime                         time with readyReplicas below the original count, from a
 #                                    `kubectl get -w` of the StatefulSet timestamped on arrival;
 #                                    and time with fewer Ready pods, from a watch of the pods
@@ -562,7 +565,7 @@ measure_path() {
 
   local pod_dir copied summary job
   local -A backup_jobs=() restore_jobs=() pre_copy_jobs=()
-  local bytes_pre_copied=0
+  local bytes_pre_copied=0 bytes_hashed=0
   if [[ $controller == vshn ]]; then
     # Bytes: the "sent N bytes" line of every run of its rsync Jobs (sync-<src>-to-<dst>), in
     # units of 1000 (rsync -h).
@@ -608,6 +611,9 @@ measure_path() {
       if [[ $pod_dir == *-stsresize-backup-* && $summary == '{'* ]]; then
         bytes_data=$((bytes_data + $(jq -r .source.bytes <<<"$summary")))
       fi
+      if [[ $summary == '{'* ]]; then
+        bytes_hashed=$((bytes_hashed + $(jq -r '.hashed // (.source.bytes + .destination.bytes)' <<<"$summary")))
+      fi
     done
     local want_backup=${want_jobs% *} want_restore=${want_jobs#* }
     ((${#backup_jobs[@]} == want_backup * replicas && ${#restore_jobs[@]} == want_restore * replicas)) ||
@@ -623,6 +629,7 @@ measure_path() {
     ((${#pre_copy_jobs[@]} == want_pre_copies)) ||
       fail "$path: ${#pre_copy_jobs[@]} pre-copy Jobs with a result, want $want_pre_copies"
     record "bytes copied while the replicas ran (MiB, pre-copies)" "$path" "$((bytes_pre_copied / 1048576))"
+    record "bytes read to prove the copies, replicas stopped (MiB)" "$path" "$((bytes_hashed / 1048576))"
     bytes_copied=$((bytes_copied + bytes_pre_copied))
   fi
   if ((bytes_data == 0)); then # no copy: the data as the volumes hold it

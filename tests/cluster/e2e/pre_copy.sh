@@ -10,7 +10,9 @@
 #   - once Completed: every random file's sha256 as before, and in each new volume every file
 #     w/1 .. w/L the replica wrote before it was stopped (L read from its old volume once the
 #     replicas were stopped), each holding its number: nothing written during the pre-copy was
-#     lost by copying only what changed after it.
+#     lost by copying only what changed after it;
+#   - each copy with the replicas stopped read (to prove it) only the files changed since the
+#     pre-copy, not the 16 MiB file.
 # With `stsresize.dev/pre-copy: "false"` (the second argument `off`): no PreCopying, no
 # pre-copy Job, the same data checks.
 #   pre_copy.sh STSRESIZE_BINARY [on|off]
@@ -83,6 +85,9 @@ for i in 0 1 2; do
   mkdir -p "$dir/random/nested"
   for f in $(seq 1 100); do head -c $((RANDOM % 4096 + 1)) /dev/urandom >"$dir/random/f$f"; done
   head -c $((16 * 1048576)) /dev/urandom >"$dir/random/nested/big.bin"
+  # Written an hour ago, as most of a volume is: data written within 3 s of the pre-copy's last
+  # pass is marked for copying again (see pre_copy_script), and would be read again too.
+  find "$dir/random" -type f -exec touch -d "@$(($(date +%s) - 3600))" {} +
   random_sums "$dir" >"$work/before-$i"
 done
 ok "random data in place; the writers write"
@@ -162,6 +167,28 @@ else
     fail "want 3 PreCopied rows that copied: $copied"
   ok "journal: $(tr '\n' ';' <<<"$copied")"
 fi
+
+step "the copies with the replicas stopped read only what changed since the pre-copy"
+# Each backup copy's summary (kept by the node simulator): the bytes it read to prove the copy.
+# After a pre-copy, its manifests leave out every file unchanged since: the 16 MiB file and the
+# random ones; without one (pre-copy=false), both trees are read whole.
+summaries=0
+for f in "$nodesim_dir/pods/${ns}_"*-stsresize-backup-*/copy.termination-log; do
+  [[ -f $f ]] || continue
+  summary=$(cat "$f")
+  read -r hashed data < <(jq -r '"\(.hashed) \(.source.bytes)"' <<<"$summary") ||
+    fail "no copy summary in $f: $summary"
+  if [[ $mode == off ]]; then
+    ((hashed == 2 * data)) || fail "no pre-copy, yet ${f%/*} read $hashed bytes of 2 x $data"
+  else
+    ((hashed * 8 < 2 * data)) ||
+      fail "${f%/*} read $hashed bytes of 2 x $data with the replica stopped: the manifests went unused"
+  fi
+  summaries=$((summaries + 1))
+  hashed_all="${hashed_all:-}$hashed of 2 x $data; "
+done
+((summaries >= 3)) || fail "$summaries copy summaries of backup Jobs, want 3"
+ok "bytes read to prove each copy: ${hashed_all}"
 
 step "data: random files as before; every writer file up to where each replica stopped"
 for i in 0 1 2; do
