@@ -44,6 +44,16 @@ std::expected<entries::PreCopied, StepOutcome> result_of(StepContext& ctx, const
                                 (said->empty() || said->starts_with("{") ? "" : "; " + *said)};
 }
 
+// PreCopied for a pre-copy given up (it failed, or could not run or end in time), and a
+// Warning saying so.
+StepOutcome given_up(StepContext& ctx, const ClaimPlan& claim, const std::string& why) {
+  ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "PreCopyFailed",
+                    "operation " + ctx.op.id + ": the pre-copy of " + claim.claim +
+                        " was given up (" + why +
+                        "); the copy with the replicas stopped copies what it did not");
+  return record_and_continue(ctx, entries::PreCopied{claim.claim, 0, 0, why});
+}
+
 }  // namespace
 
 StepOutcome pre_copy_step(StepContext& ctx) {
@@ -55,10 +65,25 @@ StepOutcome pre_copy_step(StepContext& ctx) {
     if (const std::string why = no_pre_copy(claim); !why.empty()) {
       return record_and_continue(ctx, entries::PreCopied{claim.claim, 0, 0, why});
     }
+    const ObjectRef ref = job_ref(ctx.op, naming::pre_copy_job(claim.claim));
+    // A pod that cannot be placed beside its replica (its node full, or tainted against it)
+    // would hold the resize until the job timeout, and a backup claim of a WaitForFirstConsumer
+    // class, which only that pod consumes, would fail it once Pending past the pending timeout:
+    // past that timeout, such a pre-copy is given up (BackingUp's copy, placed by the scheduler
+    // alone, binds the claim). Asked before the claim's own check for that reason.
+    if (phase_timed_out(ctx, ctx.settings.pending_timeout)) {
+      auto unscheduled = copy_pod_unscheduled(ctx, ref.name);
+      if (!unscheduled) return unscheduled.error();
+      if (*unscheduled) {
+        return given_up(ctx, claim,
+                        "its pod could not be scheduled beside its replica within the pending "
+                        "timeout: " +
+                            **unscheduled);
+      }
+    }
     if (auto now = ensure_backup_claim(ctx, claim)) return *now;
     const std::string backup_name = naming::backup_claim(claim.claim);
 
-    const ObjectRef ref = job_ref(ctx.op, naming::pre_copy_job(claim.claim));
     auto existing = get_optional(ctx, ref);
     if (!existing) return existing.error();
     if (!existing->has_value()) {
@@ -92,22 +117,16 @@ StepOutcome pre_copy_step(StepContext& ctx) {
     auto status = k8s::job_status(job);
     if (!status) return malformed(status.error());
     if (status->outcome == k8s::JobOutcome::Running) {
+      // Stopped below with the others; BackingUp copies what it did not.
       if (phase_timed_out(ctx, ctx.settings.job_timeout)) {
-        // Stopped below with the others; BackingUp copies what it did not.
-        return record_and_continue(
-            ctx, entries::PreCopied{claim.claim, 0, 0, "its Job ran past the job timeout"});
+        return given_up(ctx, claim, "its Job ran past the job timeout");
       }
       ++running;
       continue;
     }
     auto result = result_of(ctx, claim, ref.name, job, *status);
     if (!result) return result.error();
-    if (!result->skipped.empty()) {
-      ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Warning, "PreCopyFailed",
-                        "operation " + ctx.op.id + ": the pre-copy of " + claim.claim +
-                            " copied nothing usable (" + result->skipped +
-                            "); the copy with the replicas stopped copies all of it");
-    }
+    if (!result->skipped.empty()) return given_up(ctx, claim, result->skipped);
     return record_and_continue(ctx, *result);
   }
   if (!all_recorded) return StepOutcome::waiting(ctx.settings.poll_interval, "pre-copying");

@@ -333,6 +333,16 @@ std::expected<CopyProgress, StepOutcome> copy_job(StepContext& ctx, const std::s
 
 std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(
     StepContext& ctx, const std::string& job) {
+  auto unscheduled = copy_pod_unscheduled(ctx, job);
+  if (!unscheduled || !*unscheduled) return unscheduled;
+  if ((*unscheduled)->find("node affinity") == std::string::npos) {
+    return std::optional<std::string>{};
+  }
+  return unscheduled;
+}
+
+std::expected<std::optional<std::string>, StepOutcome> copy_pod_unscheduled(
+    StepContext& ctx, const std::string& job) {
   // Asked at every reconcile while a restore runs: the namespace's pods, unselected, which the
   // controller's cache answers (a selected list is read live); a stale answer only delays this,
   // and the delete it leads to is decided on live reads.
@@ -351,8 +361,7 @@ std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(
     auto scheduled = k8s::condition(pod, "PodScheduled");
     if (!scheduled || !scheduled->has_value()) continue;
     const k8s::Condition& c = **scheduled;
-    if (c.status == "False" && c.reason == "Unschedulable" &&
-        c.message.find("node affinity") != std::string::npos) {
+    if (c.status == "False" && c.reason == "Unschedulable") {
       return std::optional<std::string>{c.message};
     }
   }

@@ -123,6 +123,10 @@ std::expected<std::string, StepOutcome> job_pod_message(StepContext& ctx, const 
 // otherwise. Such a copy can never run where it is.
 std::expected<std::optional<std::string>, StepOutcome> copy_pod_unplaceable(StepContext& ctx,
                                                                             const std::string& job);
+// The scheduler's message when a pod of Job `job` of this operation is Unschedulable, for any
+// reason (a full node may free up later); nullopt when none is.
+std::expected<std::optional<std::string>, StepOutcome> copy_pod_unscheduled(StepContext& ctx,
+                                                                            const std::string& job);
 
 // Deletes an object this operation created (intend + delete). Returns true while it exists.
 std::expected<bool, StepOutcome> delete_ours(StepContext& ctx, const ObjectRef& ref, bool& acted,

@@ -143,7 +143,8 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
                   "How soon to look again while waiting for the cluster")
       ->capture_default_str();
   run->add_option("--pending-timeout", flags.pending_timeout,
-                  "A claim still Pending this long fails the operation (then scale-back)")
+                  "A claim still Pending this long fails the operation (then scale-back); a "
+                  "pre-copy pod still unscheduled then is given up")
       ->capture_default_str();
   run->add_option("--job-timeout", flags.job_timeout,
                   "A copy Job still running this long fails the operation")

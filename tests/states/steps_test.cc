@@ -908,7 +908,57 @@ TEST_F(PreCopy, APreCopyPastTheJobTimeoutIsStoppedAndTheResizeGoesOn) {
     }
   }
   EXPECT_GT(timed_out, 0);
+  EXPECT_TRUE(world.events.contains("PreCopyFailed"));
   for (const ClaimPlan& claim : op.claims) EXPECT_FALSE(job(claim.claim)) << claim.claim;
+}
+
+// A pre-copy pod the scheduler cannot place beside its replica (a full node) is given up once
+// the phase has lasted the pending timeout, with a Warning, instead of holding the resize until
+// the job timeout; before that it is waited for.
+TEST_F(PreCopy, APreCopyPodThatCannotBeScheduledIsGivenUpAfterThePendingTimeout) {
+  const std::string first = op.claims.front().claim;
+  for (int i = 0; i < 30 && !job(first); ++i) run(&pre_copy_step);
+  const auto created = job(first);
+  ASSERT_TRUE(created);
+  world.kube.put_raw(
+      Kind::Pod,
+      Json{{"metadata",
+            {{"name", naming::pre_copy_job(first) + "-x"},
+             {"namespace", kNs},
+             {"labels", {{"stsresize.dev/operation", naming::label_value(op.id)}}},
+             {"ownerReferences", Json::array({{{"apiVersion", "batch/v1"},
+                                               {"kind", "Job"},
+                                               {"name", naming::pre_copy_job(first)},
+                                               {"uid", (*created)["metadata"]["uid"]}}})}}},
+           {"spec", {{"containers", Json::array({{{"name", "copy"}, {"image", "rsync"}}})}}},
+           {"status",
+            {{"phase", "Pending"},
+             {"conditions",
+              Json::array({{{"type", "PodScheduled"},
+                            {"status", "False"},
+                            {"reason", "Unschedulable"},
+                            {"message",
+                             "0/3 nodes are available: 1 Insufficient cpu, 2 "
+                             "node(s) didn't match Pod's node affinity/selector."}}})}}}});
+  const auto given_up = [&] {
+    for (const Entry& entry : journal->recorded) {
+      if (const auto* pre = std::get_if<entries::PreCopied>(&entry); pre && pre->claim == first) {
+        return pre->skipped;
+      }
+    }
+    return std::string{};
+  };
+  for (int i = 0; i < 10; ++i) run(&pre_copy_step);
+  EXPECT_EQ(given_up(), "");
+  EXPECT_FALSE(world.events.contains("PreCopyFailed"));
+
+  world.clock.advance(settings.pending_timeout + std::chrono::seconds{1});
+  for (int i = 0; i < 10 && given_up().empty(); ++i) run(&pre_copy_step);
+  EXPECT_NE(given_up().find("could not be scheduled beside its replica"), std::string::npos)
+      << given_up();
+  EXPECT_NE(given_up().find("Insufficient cpu"), std::string::npos) << given_up();
+  EXPECT_TRUE(world.events.contains("PreCopyFailed"));
+  ASSERT_TRUE(op.claims.front().pre_copied);
 }
 
 }  // namespace
