@@ -99,7 +99,7 @@
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
 #                                 [--paths copy,copy-cold,copy-template,two-copies,expansion,vshn]
-#                                 [--poll-interval DURATION] [--peer DIR]
+#                                 [--poll-interval DURATION] [--peer DIR] [--churn SECONDS]
 #                                 [--controller-args 'ARGS']
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
 #
@@ -109,6 +109,12 @@
 #   --paths          which paths, in this order (default copy,two-copies,expansion; vshn
 #                    needs --peer)
 #   --poll-interval  passed to `stsresize run` (default: the controller's own)
+#   --churn SECONDS  an application that keeps writing: from the request until the replicas
+#                    are being stopped (the phase past PreCopying), a writer on the host rewrites
+#                    one random 1 MiB file of each volume every SECONDS (written beside it, then
+#                    renamed over it), and the data checks expect the new contents. The copy
+#                    with the replicas stopped then has what changed after the pre-copy to move
+#                    and read. Rewritten files per volume are reported (default: no writer)
 #   --controller-args  more flags for stsresize's `run`, split on spaces (e.g.
 #                    '--max-parallel-copies 2': with --build, two settings or two binaries
 #                    compared on one cluster)
@@ -125,7 +131,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$repo/build data_mib=1024 replicas=3 paths=copy,two-copies,expansion poll_interval='' given_kubeconfig=''
 cluster_name=resize-figures keep=0 out='' peer_dir=''
-controller_args=''
+controller_args='' churn=''
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -135,6 +141,7 @@ while (($#)); do
     --poll-interval) poll_interval=$2; shift 2 ;;
     --peer) peer_dir=$2; shift 2 ;;
     --controller-args) controller_args=$2; shift 2 ;;
+    --churn) churn=$2; shift 2 ;;
     --kubeconfig) given_kubeconfig=$2; shift 2 ;;
     --name) cluster_name=$2; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -146,6 +153,7 @@ done
 stsresize=$build/bin/stsresize
 [[ -x $stsresize ]] || { echo "resize_figures: $stsresize is missing (cmake --build build --target stsresize)" >&2; exit 1; }
 [[ $data_mib =~ ^[0-9]+$ && $replicas =~ ^[1-9][0-9]*$ ]] || { echo "resize_figures: --data-mib and --replicas take numbers" >&2; exit 2; }
+[[ -z $churn || $churn =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "resize_figures: --churn takes seconds" >&2; exit 2; }
 IFS=, read -r -a path_list <<<"$paths"
 ((${#path_list[@]})) || { echo "resize_figures: --paths names no path" >&2; exit 2; }
 have_path() {
@@ -207,6 +215,36 @@ add_data() {
     head -c $((mib * 1048576)) /dev/urandom | (cd "$dir/bulk" && split -b 1048576 -d -a 6 - m)
     e2e_checksums "data-$name-$i" >"$work/before-$name-$i"
   done
+}
+# churn NAME N SECONDS DIRS...: the --churn writer (see above) on the volumes DIRS of NAME's N
+# replicas; writes the count of rewrites per volume to $work/churned. Each rename happens only
+# after the phase was read as still PreCopying (or before it), so none lands once the copy with
+# the replicas stopped may be reading (ScalingDown, which waits for the replicas to stop, lies
+# between).
+churn() {
+  local name=$1 replicas=$2 every=$3 rewrites=0 i f sum phase
+  shift 3
+  local dirs=("$@")
+  still_running() {
+    phase=$(jp "statefulset/$name" '{.metadata.annotations.stsresize\.dev/phase}' 2>/dev/null || true)
+    [[ $phase == '' || $phase == Pending || $phase == UpdatingTemplate || $phase == Planning || $phase == PreCopying ]]
+  }
+  while still_running; do
+    for ((i = 0; i < replicas; i++)); do
+      f=bulk/m$(printf %06d $((RANDOM % data_mib)))
+      head -c 1048576 /dev/urandom >"${dirs[$i]}/$f.churn"
+      sum=$(sha256sum <"${dirs[$i]}/$f.churn")
+      if ! still_running; then
+        rm -f "${dirs[$i]}/$f.churn"
+        break 2
+      fi
+      mv "${dirs[$i]}/$f.churn" "${dirs[$i]}/$f"
+      sed -i "s|^[0-9a-f]*  \./$f\$|${sum%% *}  ./$f|" "$work/before-$name-$i"
+    done
+    rewrites=$((rewrites + 1))
+    sleep "$every"
+  done
+  echo "$rewrites" >"$work/churned"
 }
 # A port below the kernel's ephemeral range (32768-60999), which no socket uses: one in that
 # range may be the local end of a connection even when nothing listens on it.
@@ -468,6 +506,13 @@ measure_path() {
   metrics "$port" >"$work/metrics0-$path"
   cpu0=$(cpu_seconds "$controller_pid")
   step "resize to 2Gi ($trigger trigger)"
+  local churn_pid='' churn_dirs=()
+  if [[ -n $churn && $controller != vshn && $path != expansion ]]; then
+    for ((i = 0; i < replicas; i++)); do churn_dirs+=("$(pv_dir "data-web-$i")"); done
+    rm -f "$work/churned"
+    churn web "$replicas" "$churn" "${churn_dirs[@]}" &
+    churn_pid=$!
+  fi
   t0=$EPOCHREALTIME
   if [[ $trigger == annotation ]]; then
     k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
@@ -494,6 +539,10 @@ measure_path() {
   fi
   sleep 1
   kill "$watch_pid" "$pod_watch_pid" 2>/dev/null || true
+  if [[ -n $churn_pid ]]; then
+    wait "$churn_pid" || fail "the --churn writer failed"
+    record "files rewritten per volume while the replicas ran (--churn $churn s)" "$path" "$(cat "$work/churned")"
+  fi
 
   step "check, and gather the figures"
   if [[ $controller == vshn ]]; then
