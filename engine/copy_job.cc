@@ -253,12 +253,25 @@ manifest() (
 
 constexpr std::string_view kPreCopyHead = R"sh(scratch=/tmp/stsresize-precopy.$$
 mkdir "$scratch"
+# rsync's quick check compares sizes and modification times in whole seconds: a file the
+# application changed in the same second as a pass copied it passes for unchanged in every later
+# pass. So every destination file whose time is from 3 s before the first pass began on gets
+# time 0, and the copy with the replicas stopped copies it again; any older file changed since
+# has a time at least 3 s newer than any pass. Done also when a pass fails: what it copied is in
+# the destination. (A volume whose times run more than 3 s behind this node's clock can still
+# hide a change; the summaries of that copy then differ and the resize stops with its sources
+# intact.)
+mark_recent() {
+  touch -d "@$((first_started - 3))" "$scratch/since" &&
+    find /destination -type f -newer "$scratch/since" -print0 > "$scratch/recent" &&
+    xargs -0 -r touch -c -d @0 < "$scratch/recent"
+}
 passes=0
 copied=0
 first=
+first_started=$(date +%s)
 while :; do
   passes=$((passes + 1))
-  started=$(date +%s)
   echo "stsresize-precopy: pass $passes: rsync /source/ /destination/"
   { status=0; )sh";
 
@@ -270,6 +283,7 @@ constexpr std::string_view kPreCopyTail =
     message="stsresize-precopy: rsync failed with exit code $status in pass $passes"
     printf '%s' "$message" > /dev/termination-log
     echo "$message" >&2
+    mark_recent || true
     exit "$status"
   fi
   sent=$(sed -n 's/^Total transferred file size: \([0-9,]*\) bytes.*$/\1/p' "$scratch/out")
@@ -279,6 +293,7 @@ constexpr std::string_view kPreCopyTail =
       message="stsresize-precopy: no transferred size in rsync's statistics of pass $passes"
       printf '%s' "$message" > /dev/termination-log
       echo "$message" >&2
+      mark_recent || true
       exit 4 ;;
   esac
   copied=$((copied + sent))
@@ -288,15 +303,7 @@ constexpr std::string_view kPreCopyTail =
   # ends, and BackingUp copies the rest.
   if [ "$passes" -ge MAX_PASSES ] || [ "$sent" -le $((first / 16)) ]; then break; fi
 done
-# rsync's quick check compares sizes and modification times in whole seconds: a file the
-# application changed in the same second as the last pass copied it would pass for unchanged.
-# Every file whose time is from 3 s before that pass on gets time 0 here, so the copy with the
-# replicas stopped copies it again; any older file changed since has a time at least 3 s newer.
-# (A volume whose times run more than 3 s behind this node's clock can still hide a change;
-# the summaries of that copy then differ and the resize stops with its sources intact.)
-touch -d "@$((started - 3))" "$scratch/since"
-find /destination -type f -newer "$scratch/since" -print0 > "$scratch/recent"
-xargs -0 -r touch -c -d @0 < "$scratch/recent"
+mark_recent
 # The manifests of both trees, into /destination/.stsresize-pre-copy (written whole, then
 # renamed), for the copy with the replicas stopped to read only what changed. Without them that
 # copy reads everything, so any failure here only says so. 3 s first: the files this Job wrote

@@ -157,14 +157,14 @@ std::string format_pre_copy_result(const PreCopyResult& result);
 // to /source (exit status 24, files vanished meanwhile, is not a failure), until a pass moves
 // at most a sixteenth of the first pass's bytes or kMaxPreCopyPasses ran; then the
 // PreCopyResult. Any other rsync failure: its exit status and "stsresize-precopy: rsync failed
-// with exit code N in pass P" as the termination message. Before the result, every destination
-// file whose modification time is from 3 s before the last pass began on is given time 0, so
-// that the copy after it (rsync's quick check: size and time in whole seconds) copies again any
-// file written in the same second as that pass copied it. Then, 3 s later, the manifests of
-// both trees (sha256, inode, size, mtime, ctime of each file whose ctime is 2 s old and that did
-// not change while it was hashed) into /destination/.stsresize-pre-copy, unless /source has an
-// entry of that name; a failure there costs the copy after it a full read, never the result.
-// It verifies nothing.
+// with exit code N in pass P" as the termination message. Before the result (and before that
+// failure), every destination file whose modification time is from 3 s before the first pass
+// began on is given time 0, so that the copy after it (rsync's quick check: size and time in
+// whole seconds) copies again any file written in the same second as a pass copied it. Then, 3 s
+// later, the manifests of both trees (sha256, inode, size, mtime, ctime of each file whose ctime is
+// 2 s old and that did not change while it was hashed) into /destination/.stsresize-pre-copy,
+// unless /source has an entry of that name; a failure there costs the copy after it a full read,
+// never the result. It verifies nothing.
 std::string pre_copy_script(const CopyJobSettings& settings);
 
 // Pins a Job's pod to `node` by name (with `node_tolerations` added to the settings' own), or,

@@ -975,10 +975,10 @@ TEST_F(PreCopyScriptRun, VanishedFilesAreNoFailureAndAnyOtherRsyncFailureIs) {
   EXPECT_FALSE(parse_pre_copy_result(r.termination_message));
 }
 
-// A file written just before the last pass (it may change again within the same second, after
-// the pass copied it) gets time 0 on the destination, so that the copy with the replicas
-// stopped copies it again; an older one keeps its own time.
-TEST_F(PreCopyScriptRun, FilesWrittenJustBeforeTheLastPassAreMarkedForTheNextCopy) {
+// A file written just before the pre-copy (it may change again within the same second, after
+// a pass copied it) gets time 0 on the destination, so that the copy with the replicas stopped
+// copies it again; an older one keeps its own time.
+TEST_F(PreCopyScriptRun, FilesWrittenJustBeforeThePreCopyAreMarkedForTheNextCopy) {
   for (const Tool tool : tools()) {
     SCOPED_TRACE(tool == Tool::Gnu ? "host shell" : "busybox");
     fs::remove_all(destination_);
@@ -1007,6 +1007,37 @@ void age_files(const fs::path& root) {
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
     if (entry.is_regular_file() && !entry.is_symlink()) fs::last_write_time(entry, hour_ago);
   }
+}
+
+// A file the application changed in the same second as the first pass copied it (here: that
+// pass's copy made stale behind its back, size and time kept) passes for unchanged in the second
+// pass, which begins more than 3 s later. It is marked all the same (its time is from 3 s before
+// the first pass on), and the copy after the pre-copy copies it again and proves the copy.
+TEST_F(PreCopyScriptRun, AFileChangedInTheSecondAnEarlierPassCopiedItIsMarked) {
+  write_file(source_ / "hot.txt", "fresh");
+  write_file(source_ / "cold.txt", "written an hour ago");
+  age_files(source_);
+  write_file(source_ / "hot.txt", "fresh");  // its time: now
+  const fs::path shims = shim("rsync", Tool::Gnu,
+                              "\"$real\" \"$@\"; status=$?\n"
+                              "if [ ! -e /tmp/passed ]; then\n"
+                              "  : > /tmp/passed\n"
+                              "  printf stale > /destination/hot.txt\n"
+                              "  touch -d \"@$(stat -c %Y /source/hot.txt)\" /destination/hot.txt\n"
+                              "  sleep 4\n"
+                              "fi\n"
+                              "exit $status\n");
+  RunResult r = run(pre_copy_script(CopyJobSettings{}), Tool::Gnu, false, shims);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(parse_pre_copy_result(r.termination_message)->passes, 2) << r.output;
+  struct stat status {};
+  ASSERT_EQ(stat((destination_ / "hot.txt").c_str(), &status), 0);
+  EXPECT_EQ(status.st_mtime, 0);
+  ASSERT_EQ(stat((destination_ / "cold.txt").c_str(), &status), 0);
+  EXPECT_NE(status.st_mtime, 0);
+  r = run(copy_script(CopyJobSettings{}), Tool::Gnu);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_file(destination_ / "hot.txt"), "fresh");
 }
 
 // The work with the replicas stopped grows with what changed, not with the volume: after a
