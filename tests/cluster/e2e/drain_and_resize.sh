@@ -144,13 +144,31 @@ wait_ended() {
 
 # wait_new_operation NOT SECS: "ID KIND" of the running operation once it is not NOT, both from
 # one read of its state: a drain of one ordinal whose cleanup is quick can be over (its state
-# removed) by the next read.
+# removed) by the next read. The last-operation annotation of that same read goes to
+# $work/last-at-new: a resize that begins in UpdatingTemplate deletes the StatefulSet (orphan)
+# and creates it again, so a later read may find no object at all. A new operation that began
+# and ended between two reads (a quick drain) is found as the last operation instead.
 wait_new_operation() {
-  local deadline=$((SECONDS + $2)) state id
+  local deadline=$((SECONDS + $2)) object state id last last_id first_last=unread
   while :; do
-    state=$(annotation state)
+    object=$(k get statefulset web -o json 2>/dev/null || true)
+    state=$(jq -r '.metadata.annotations["stsresize.dev/state"] // empty' <<<"$object" 2>/dev/null || true)
     id=$(jq -r '.id // empty' <<<"$state" 2>/dev/null || true)
-    [[ -n $id && $id != "$1" ]] && { echo "$id $(jq -r '.kind // "Resize"' <<<"$state")"; return 0; }
+    last=$(jq -r '.metadata.annotations["stsresize.dev/last-operation"] // empty' <<<"$object" 2>/dev/null || true)
+    last_id=$(jq -r '.id // empty' <<<"$last" 2>/dev/null || true)
+    if [[ -n $id && $id != "$1" ]]; then
+      printf '%s\n' "$last" >"$work/last-at-new"
+      echo "$id $(jq -r '.kind // "Resize"' <<<"$state")"
+      return 0
+    fi
+    if [[ -n $object ]]; then
+      [[ $first_last == unread ]] && first_last=$last_id
+      if [[ -n $last_id && $last_id != "$1" && $last_id != "$first_last" ]]; then
+        printf '%s\n' "$last" >"$work/last-at-new"
+        echo "$last_id $(jq -r '.kind // "Resize"' <<<"$last")"
+        return 0
+      fi
+    fi
     ((SECONDS > deadline)) && fail "no new operation after $2s (phase '$(annotation phase)', last $(annotation last-operation), status '$(annotation resize-status)')"
     _e2e_any_controller_alive || fail "the controller exited: $(tail -n 20 "$work/controller.log")"
     sleep 0.3
@@ -323,8 +341,9 @@ case $case_name in
     new=$(wait_new_operation "$drain" 180)
     resize=${new%% *}
     [[ ${new#* } == Resize ]] || fail "operation $resize is not a resize: $new"
-    [[ $(last_operation) == "$drain" && $(annotation last-operation) == *Completed* ]] ||
-      fail "the resize began but the drain did not complete first: last $(annotation last-operation)"
+    last=$(cat "$work/last-at-new")
+    [[ $(jq -r '.id // empty' <<<"$last" 2>/dev/null) == "$drain" && $last == *Completed* ]] ||
+      fail "the resize began but the drain did not complete first: last-operation '$last' as the resize began"
     ! k get pvc data-web-2 >/dev/null 2>&1 || fail "the resize began while data-web-2 is still there"
     ok "drain $drain Completed, data-web-2 gone; resize $resize began"
     assert_cleanup_succeeded 2
