@@ -167,6 +167,34 @@ TEST_F(PeopleMidOperation, AScaleUpWhileABackupAwaitsApprovalScalesBackAndKeepsE
   EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas);
 }
 
+// A scale-up while the pre-copies run (nothing is fenced yet: the application serves) and a
+// write after them: the write reaches its resized claim (the copy with the replicas stopped
+// moves it), the resize completes at the replicas it started from (as for any scale during it,
+// the person's count is not kept), and the replica the plan did not know keeps its claims,
+// untouched.
+TEST_F(PeopleMidOperation, AScaleUpDuringThePreCopyLosesNoWrite) {
+  wait_in(Phase::PreCopying);  // every pre-copy done; ScalingDown waits for approval
+  scale_to(kReplicas + 1);
+  world.settle(5);
+  std::map<std::string, std::string> extra_uids;
+  for (const char* volume : {"data", "logs"}) {
+    const std::string name = naming::claim_name(volume, kSts, kReplicas);
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    extra_uids[name] = *k8s::uid(*pvc);
+  }
+  const std::string late = naming::claim_name("data", kSts, 1);
+  world.cluster.write_file(world.claim(late), "app/after-pre-copy.log", "after the pre-copy");
+  auto_mode();
+  EXPECT_TRUE(run_to_rest().is(ReconcileResult::Kind::Idle));
+  expect_completed_with_data({{late, {{"app/after-pre-copy.log", "after the pre-copy"}}}});
+  for (const auto& [name, uid] : extra_uids) {
+    const auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_EQ(*k8s::uid(*pvc), uid) << name;
+  }
+}
+
 TEST_F(PeopleMidOperation, AScaleUpAndDownWhileTheControllerWasAwayIsCopiedAgain) {
   wait_in(Phase::BackingUp);
   // The controller is down; someone scales up, the application writes, and scales down again.
