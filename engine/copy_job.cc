@@ -51,12 +51,15 @@ constexpr std::string_view kDigestLines =
 # has it (it uses the CPU's SHA instructions: four times as fast as coreutils' sha256sum), else
 # sha256sum. Both sides of a Job use the same one.
 if openssl version > /dev/null 2>&1; then digest_tool=openssl; else digest_tool=sha256sum; fi
-# digest_lines NAMES LINES: the digest line of each file NAMES lists (NUL-separated), into LINES.
+# digest_lines NAMES LINES: the digest line of each file NAMES lists (NUL-separated), into LINES;
+# on a failure its status, with the lines of the files that were read.
 digest_lines() {
   if [ "$digest_tool" = openssl ]; then
-    xargs -0 -r openssl dgst -sha256 -r < "$1" > "$2.raw" || return
+    digest_status=0
+    xargs -0 -r openssl dgst -sha256 -r < "$1" > "$2.raw" || digest_status=$?
     sed 's/^\(\\\{0,1\}[0-9a-f]\{64\}\) \*/\1  /' "$2.raw" > "$2" || return
     rm -f "$2.raw"
+    return "$digest_status"
   else
     xargs -0 -r sha256sum < "$1" > "$2" || return
   fi
@@ -231,9 +234,6 @@ manifest() (
   if [ "$(tr -dc '\n\r\\' < "$2/names" | wc -c)" -ne 0 ]; then exit 0; fi
   xargs -0 -r stat -c '%i %s %Y %Z %n' < "$2/names" > "$2/before" 2> /dev/null || true
   digest_lines "$2/names" "$2/lines" 2> /dev/null || true
-  if [ -f "$2/lines.raw" ]; then
-    sed 's/^\([0-9a-f]\{64\}\) \*/\1  /' "$2/lines.raw" > "$2/lines" || exit
-  fi
   xargs -0 -r stat -c '%i %s %Y %Z %n' < "$2/names" > "$2/after" 2> /dev/null || true
   touch "$2/lines" || exit
   awk -v since="$3" -v before="$2/before" -v after="$2/after" '
