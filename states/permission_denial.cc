@@ -67,6 +67,11 @@ KubeResult<void> DenialTrackingKubernetes::remove(const ObjectRef& ref,
   return noted(inner_.remove(ref, options), "delete", ref.kind, "", ref.ns);
 }
 
+KubeResult<void> DenialTrackingKubernetes::evict(const ObjectRef& pod,
+                                                 const EvictOptions& options) {
+  return noted(inner_.evict(pod, options), "create", pod.kind, "eviction", pod.ns);
+}
+
 KubeResult<Json> DenialTrackingKubernetes::get_scale(const ObjectRef& ref) {
   return noted(inner_.get_scale(ref), "get", ref.kind, "scale", ref.ns);
 }

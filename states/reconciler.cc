@@ -81,6 +81,9 @@ class StatefulSetWrites final : public Kubernetes {
     note(ref.kind);
     return kube_.remove(ref, options);
   }
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options) override {
+    return kube_.evict(pod, options);
+  }
   KubeResult<Json> get_scale(const ObjectRef& ref) override { return kube_.get_scale(ref); }
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override {

@@ -38,6 +38,9 @@ class VolumeMemo final : public Kubernetes {
   }
   KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options = {}) override {
+    return inner_.evict(pod, options);
+  }
   KubeResult<Json> get_scale(const ObjectRef& ref) override { return inner_.get_scale(ref); }
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override {

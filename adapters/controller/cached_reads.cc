@@ -131,6 +131,9 @@ class CachedReads::Live final : public Kubernetes {
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options) override {
     return owner_.remove(ref, options);
   }
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options) override {
+    return owner_.evict(pod, options);
+  }
   KubeResult<Json> get_scale(const ObjectRef& ref) override { return owner_.get_scale(ref); }
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override {
@@ -362,6 +365,19 @@ KubeResult<Json> CachedReads::update_status(Kind kind, const Json& object) {
 
 KubeResult<Json> CachedReads::patch(const ObjectRef& ref, PatchType type, const Json& patch) {
   return recorded(ref, live_.patch(ref, type, patch));
+}
+
+// An eviction is a delete of the pod: the cache's copy is forgotten the same way.
+KubeResult<void> CachedReads::evict(const ObjectRef& pod, const EvictOptions& options) {
+  auto result = live_.evict(pod, options);
+  if (options.dry_run) return result;
+  forget_copy(pod);
+  if (result) {
+    expect(pod, nullptr, nullptr, options.uid.value_or(""));
+  } else {
+    expect(pod, nullptr, &result.error());
+  }
+  return result;
 }
 
 KubeResult<void> CachedReads::remove(const ObjectRef& ref, const DeleteOptions& options) {

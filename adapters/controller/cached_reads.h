@@ -84,6 +84,7 @@ class CachedReads final : public Kubernetes {
   KubeResult<Json> update_status(Kind kind, const Json& object) override;
   KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options = {}) override;
   KubeResult<Json> get_scale(const ObjectRef& ref) override;
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override;

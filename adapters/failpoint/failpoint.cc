@@ -209,6 +209,10 @@ KubeResult<void> FailpointKubernetes::remove(const ObjectRef& ref, const DeleteO
   return result;
 }
 
+KubeResult<void> FailpointKubernetes::evict(const ObjectRef& pod, const EvictOptions& options) {
+  return inner_.evict(pod, options);
+}
+
 KubeResult<Json> FailpointKubernetes::get_scale(const ObjectRef& ref) {
   return inner_.get_scale(ref);
 }
@@ -304,6 +308,12 @@ KubeResult<Json> FailpointWrites::patch(const ObjectRef& ref, PatchType type, co
 KubeResult<void> FailpointWrites::remove(const ObjectRef& ref, const DeleteOptions& options) {
   auto result = inner_.remove(ref, options);
   if (result) written("delete", ref, nullptr);
+  return result;
+}
+
+KubeResult<void> FailpointWrites::evict(const ObjectRef& pod, const EvictOptions& options) {
+  auto result = inner_.evict(pod, options);
+  if (result && !options.dry_run) written("evict", pod, nullptr);
   return result;
 }
 

@@ -4,12 +4,14 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <utility>
 
 #include "adapters/clock/rfc3339.h"
 #include "adapters/fake/api_rules.h"
 #include "adapters/fake/json_patch.h"
 #include "adapters/fake/selectors.h"
+#include "adapters/fake/simulation_support.h"
 
 namespace stsresize {
 
@@ -251,6 +253,8 @@ std::string_view to_string(Verb verb) {
       return "get_scale";
     case Verb::UpdateScale:
       return "update_scale";
+    case Verb::Evict:
+      return "evict";
   }
   return "unknown";
 }
@@ -291,6 +295,10 @@ class FakeKubernetes::SystemClient final : public Kubernetes {
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options) override {
     std::lock_guard lock{fake_.mutex_};
     return fake_.do_remove(Actor::System, ref, options);
+  }
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options) override {
+    std::lock_guard lock{fake_.mutex_};
+    return fake_.do_evict(Actor::System, pod, options);
   }
   KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
                          std::stop_token stop, const WatchHandler& handler) override {
@@ -383,6 +391,11 @@ KubeResult<Json> FakeKubernetes::patch(const ObjectRef& ref, PatchType type, con
 KubeResult<void> FakeKubernetes::remove(const ObjectRef& ref, const DeleteOptions& options) {
   return intercept<void>(Verb::Remove, ref.kind, ref.name,
                          [&] { return do_remove(Actor::Client, ref, options); });
+}
+
+KubeResult<void> FakeKubernetes::evict(const ObjectRef& pod, const EvictOptions& options) {
+  return intercept<void>(Verb::Evict, pod.kind, pod.name,
+                         [&] { return do_evict(Actor::Client, pod, options); });
 }
 
 KubeResult<Json> FakeKubernetes::get_scale(const ObjectRef& ref) {
@@ -854,7 +867,7 @@ KubeResult<Json> FakeKubernetes::do_patch(Actor actor, const ObjectRef& ref, Pat
 }
 
 KubeResult<void> FakeKubernetes::do_remove(Actor actor, const ObjectRef& ref,
-                                           const DeleteOptions& options) {
+                                           const DeleteOptions& options, Verb verb) {
   const Key key{ref.kind, is_namespaced(ref.kind) ? ref.ns : "", ref.name};
   auto it = objects_.find(key);
   if (it == objects_.end()) return fail(KubeErrorCode::NotFound, not_found_message(ref));
@@ -871,7 +884,17 @@ KubeResult<void> FakeKubernetes::do_remove(Actor actor, const ObjectRef& ref,
                                              *options.resource_version +
                                              ", ResourceVersion in object meta: " + version);
   }
-  if (metadata.contains("deletionTimestamp")) return {};  // already being deleted
+  if (metadata.contains("deletionTimestamp")) {
+    // Already being deleted: a delete asking for Orphan still switches the propagation (the
+    // registry updates the garbage collector's finalizers on every delete), which is how an
+    // object held by a finalizer after a Background delete lets its dependents go. The
+    // orphaning is done here at once, as for a first delete that no dependents hold.
+    if (options.propagation == Propagation::Orphan && !sim::has_finalizer(object, "orphan") &&
+        !sim::has_finalizer(object, "foregroundDeletion")) {
+      orphan_dependents(uid);
+    }
+    return {};
+  }
 
   const Propagation propagation = effective_propagation(ref.kind, options.propagation);
   // Held by a finalizer and owning dependents, the object keeps the API server's finalizer of
@@ -897,10 +920,10 @@ KubeResult<void> FakeKubernetes::do_remove(Actor actor, const ObjectRef& ref,
     }
     metadata["deletionTimestamp"] = format_rfc3339(clock_.now());
     metadata["deletionGracePeriodSeconds"] = 0;
-    store(actor, Verb::Remove, ref.kind, std::move(object));
+    store(actor, verb, ref.kind, std::move(object));
     return {};
   }
-  erase(actor, Verb::Remove, key);
+  erase(actor, verb, key);
   return {};
 }
 
@@ -936,6 +959,99 @@ KubeResult<Json> FakeKubernetes::do_update_scale(Actor actor, const ObjectRef& r
   auto updated = do_update(actor, Verb::UpdateScale, ref.kind, object);
   if (!updated) return updated;
   return scale_of(*updated);
+}
+
+std::optional<KubeError> FakeKubernetes::disruption_refusal(const Json& pod) const {
+  const std::string ns = text_at(pod["metadata"], "namespace");
+  const Json& labels = pod["metadata"].value("labels", Json::object());
+  std::vector<const Json*> budgets;
+  for (const auto& [key, object] : objects_) {
+    if (std::get<0>(key) != Kind::PodDisruptionBudget || std::get<1>(key) != ns) continue;
+    auto selector = fake::LabelSelector::from_json(
+        object.value("spec", Json::object()).value("selector", Json::object()));
+    if (selector && selector->matches(labels)) budgets.push_back(&object);
+  }
+  if (budgets.empty()) return std::nullopt;
+  if (budgets.size() > 1) {
+    return KubeError{KubeErrorCode::ServerError,
+                     "This pod has more than one PodDisruptionBudget, which the eviction "
+                     "subresource does not support."};
+  }
+  const Json& budget = *budgets.front();
+  const Json& spec = budget.value("spec", Json::object());
+  auto selector = fake::LabelSelector::from_json(spec.value("selector", Json::object()));
+  // Healthy: selected, Ready and not being deleted. Expected: the replicas of each selected
+  // pod's controller (StatefulSets only here), counted once per controller.
+  std::int64_t healthy = 0;
+  std::int64_t expected = 0;
+  bool unmanaged = false;
+  std::set<std::string> controllers;
+  for (const auto& [key, object] : objects_) {
+    if (std::get<0>(key) != Kind::Pod || std::get<1>(key) != ns) continue;
+    if (!selector->matches(object["metadata"].value("labels", Json::object()))) continue;
+    if (!object["metadata"].contains("deletionTimestamp") && sim::pod_is_ready(object)) ++healthy;
+    const Json& owners = object["metadata"].value("ownerReferences", Json::array());
+    auto controller = std::ranges::find_if(
+        owners, [](const Json& owner) { return owner.value("controller", false); });
+    if (controller == owners.end() || controller->value("kind", "") != "StatefulSet") {
+      unmanaged = true;
+      continue;
+    }
+    const std::string name = controller->value("name", "");
+    if (!controllers.insert(name).second) continue;
+    auto owner = objects_.find(Key{Kind::StatefulSet, ns, name});
+    if (owner == objects_.end()) {
+      unmanaged = true;
+      continue;
+    }
+    expected += owner->second.value("spec", Json::object()).value("replicas", std::int64_t{1});
+  }
+  std::int64_t desired = 0;
+  if (spec.contains("minAvailable") && spec["minAvailable"].is_number_integer()) {
+    desired = spec["minAvailable"].get<std::int64_t>();
+  } else if (spec.contains("maxUnavailable") && spec["maxUnavailable"].is_number_integer() &&
+             !unmanaged) {
+    desired = std::max<std::int64_t>(0, expected - spec["maxUnavailable"].get<std::int64_t>());
+  } else {
+    desired = healthy + 1;  // percentages are not modelled; unmanaged pods allow nothing
+  }
+  const bool ready = sim::pod_is_ready(pod);
+  // An unhealthy pod may go while the budget holds (IfHealthyBudget, the default); a healthy
+  // one only while a disruption is left.
+  const bool allowed = ready ? healthy - desired > 0 : healthy >= desired;
+  if (allowed) return std::nullopt;
+  return KubeError{KubeErrorCode::TooManyRequests,
+                   "Cannot evict pod as it would violate the pod's disruption budget. [causes: "
+                   "The disruption budget " +
+                       text_at(budget["metadata"], "name") + " needs " + std::to_string(desired) +
+                       " healthy pods and has " + std::to_string(healthy) + " currently]"};
+}
+
+KubeResult<void> FakeKubernetes::do_evict(Actor actor, const ObjectRef& ref,
+                                          const EvictOptions& options) {
+  if (ref.kind != Kind::Pod) {
+    return fail(KubeErrorCode::NotFound, "the server could not find the requested resource");
+  }
+  auto it = objects_.find(Key{ref.kind, ref.ns, ref.name});
+  if (it == objects_.end()) return fail(KubeErrorCode::NotFound, not_found_message(ref));
+  const Json& pod = it->second;
+  const std::string uid = text_at(pod["metadata"], "uid");
+  if (options.uid && *options.uid != uid) {
+    return fail(KubeErrorCode::Conflict, "Precondition failed: UID in precondition: " +
+                                             *options.uid + ", UID in object meta: " + uid);
+  }
+  // The registry's canIgnorePDB: a pod that is already gone, terminal or not yet running costs
+  // no disruption.
+  const std::string phase = pod.value("status", Json::object()).value("phase", "");
+  const bool ignores_budget = pod["metadata"].contains("deletionTimestamp") ||
+                              phase == "Succeeded" || phase == "Failed" || phase == "Pending";
+  if (!ignores_budget) {
+    if (auto refusal = disruption_refusal(pod)) return std::unexpected(*refusal);
+  }
+  if (options.dry_run) return {};
+  DeleteOptions remove;
+  remove.uid = uid;
+  return do_remove(actor, ref, remove, Verb::Evict);
 }
 
 bool FakeKubernetes::has_dependents(const std::string& owner_uid) const {

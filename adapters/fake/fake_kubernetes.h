@@ -79,7 +79,8 @@ enum class Verb {
   Remove,
   Watch,
   GetScale,
-  UpdateScale
+  UpdateScale,
+  Evict
 };
 std::string_view to_string(Verb verb);
 bool is_mutating(Verb verb);
@@ -137,6 +138,11 @@ class FakeKubernetes final : public Kubernetes {
   KubeResult<Json> get_scale(const ObjectRef& ref) override;
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override;
+  // The eviction subresource with the disruption controller's arithmetic done at the moment of
+  // the request (no PodDisruptionBudget status is kept): a budget's desired healthy count from
+  // minAvailable, or from maxUnavailable and the replicas of each selected pod's controller (a
+  // pod without one makes such a budget allow nothing, as the real controller's UnmanagedPods).
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options = {}) override;
 
   // The same API rules as the cluster's own components use them: no faults, no budget, not
   // counted, recorded in history as Actor::System. For test setup and simulated controllers.
@@ -196,8 +202,13 @@ class FakeKubernetes final : public Kubernetes {
   KubeResult<Json> do_create(Actor actor, Kind kind, const Json& object);
   KubeResult<Json> do_update(Actor actor, Verb verb, Kind kind, const Json& object);
   KubeResult<Json> do_patch(Actor actor, const ObjectRef& ref, PatchType type, const Json& patch);
-  KubeResult<void> do_remove(Actor actor, const ObjectRef& ref, const DeleteOptions& options);
+  // `verb`: what the history records (an eviction deletes as a DELETE does).
+  KubeResult<void> do_remove(Actor actor, const ObjectRef& ref, const DeleteOptions& options,
+                             Verb verb = Verb::Remove);
   KubeResult<Json> do_get_scale(const ObjectRef& ref) const;
+  KubeResult<void> do_evict(Actor actor, const ObjectRef& pod, const EvictOptions& options);
+  // Why a PodDisruptionBudget selecting `pod` refuses its eviction now; nullopt: allowed.
+  std::optional<KubeError> disruption_refusal(const Json& pod) const;
   KubeResult<Json> do_update_scale(Actor actor, const ObjectRef& ref, std::int32_t replicas,
                                    const std::string& resource_version);
   std::optional<KubeError> admit_claim_resize(const Json& claim, const Json& old) const;

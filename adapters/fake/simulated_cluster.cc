@@ -21,7 +21,8 @@ constexpr Kind kAllKinds[] = {Kind::StatefulSet,
                               Kind::StorageClass,
                               Kind::Event,
                               Kind::ConfigMap,
-                              Kind::Lease};
+                              Kind::Lease,
+                              Kind::PodDisruptionBudget};
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];

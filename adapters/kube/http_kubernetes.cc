@@ -760,6 +760,28 @@ KubeResult<void> HttpKubernetes::remove(const ObjectRef& ref, const DeleteOption
   return {};
 }
 
+KubeResult<void> HttpKubernetes::evict(const ObjectRef& pod, const EvictOptions& options) {
+  auto path = object_path("evict", Named::ByRef, pod.kind, pod.ns, pod.name);
+  if (!path) return Unexpected(path.error());
+  *path += "/eviction";
+  Json eviction = {{"apiVersion", "policy/v1"},
+                   {"kind", "Eviction"},
+                   {"metadata", {{"name", pod.name}, {"namespace", pod.ns}}}};
+  if (options.uid) eviction["deleteOptions"]["preconditions"]["uid"] = *options.uid;
+  if (options.dry_run) *path += "?dryRun=All";
+  auto body = serialize(eviction, "POST " + *path);
+  if (!body) return Unexpected(body.error());
+  auto answer = call("evict", "POST", *path, &*body, "application/json");
+  if (!answer) {
+    // A disruption budget's refusal is not throttling: its Retry-After would only make a
+    // caller wait for a budget that changes when pods do.
+    KubeError error = std::move(answer.error());
+    if (error.code == KubeErrorCode::TooManyRequests) error.retry_after = Duration{0};
+    return Unexpected(std::move(error));
+  }
+  return {};
+}
+
 KubeResult<Json> HttpKubernetes::get_scale(const ObjectRef& ref) {
   auto path = object_path("get_scale", Named::ByRef, ref.kind, ref.ns, ref.name);
   if (!path) return Unexpected(path.error());

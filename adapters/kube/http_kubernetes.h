@@ -108,6 +108,7 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<Json> update_status(Kind kind, const Json& object) override;
   KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) override;
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) override;
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options = {}) override;
   KubeResult<void> watch(Kind kind, const std::string& ns, const WatchOptions& options,
                          std::stop_token stop, const WatchHandler& handler) override;
   KubeResult<Json> get_scale(const ObjectRef& ref) override;

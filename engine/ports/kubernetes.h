@@ -27,6 +27,7 @@ enum class Kind {
   Event,
   ConfigMap,
   Lease,
+  PodDisruptionBudget,
 };
 
 // How the API names a kind, in URLs, apiVersion fields, error texts and RBAC rules. The one
@@ -60,6 +61,8 @@ constexpr KindInfo kind_info(Kind kind) {
       return {"ConfigMap", "", "v1", "configmaps", true};
     case Kind::Lease:
       return {"Lease", "coordination.k8s.io", "v1", "leases", true};
+    case Kind::PodDisruptionBudget:
+      return {"PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", true};
   }
   // Only a value cast from outside the enumeration gets here.
   return {"Unknown", "", "v1", "unknown", true};
@@ -106,6 +109,13 @@ struct DeleteOptions {
   std::optional<std::string> uid;
   std::optional<std::string> resource_version;
   std::optional<std::int64_t> grace_period_seconds;
+};
+
+struct EvictOptions {
+  // Precondition: the eviction fails with Conflict unless the live pod still has this uid.
+  std::optional<std::string> uid;
+  // Ask the API server whether it would evict (PodDisruptionBudgets checked), changing nothing.
+  bool dry_run = false;
 };
 
 // Reasons the API server gives, mapped from the HTTP status and the Status object.
@@ -178,6 +188,11 @@ class Kubernetes {
   virtual KubeResult<Json> patch(const ObjectRef& ref, PatchType type, const Json& patch) = 0;
   // Succeeds when deletion was accepted; the object may linger while finalizers run.
   virtual KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options = {}) = 0;
+  // The pods/eviction subresource (a policy/v1 Eviction): deletes the pod as a DELETE would,
+  // unless a PodDisruptionBudget selecting it allows no disruption now, which is TooManyRequests
+  // with the server's reason (retry_after 0: it is not throttling, and waiting does not end it by
+  // itself). Only Pods have it.
+  virtual KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options = {}) = 0;
   // The /scale subresource (an autoscaling/v1 Scale): the object's name, namespace, uid,
   // resourceVersion and creationTimestamp, spec.replicas (omitted when 0), status.replicas and
   // status.selector (the selector as a string). Of the port's kinds only StatefulSets have it;

@@ -484,6 +484,120 @@ TEST_P(KubernetesContract, DeletingAnObjectAlreadyBeingDeletedSucceedsAndChanges
   ASSERT_OK(kube().update(Kind::ConfigMap, released));
 }
 
+// A pod bound to a node no kubelet serves, marked Running and Ready through /status, so that a
+// disruption budget counts it (a Pending pod is evicted without one); nothing overwrites it.
+KubeResult<Json> running_pod(Kubernetes& kube, const std::string& ns, const std::string& name) {
+  Json pod{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", "evicted"}}}}},
+      {"spec",
+       {{"nodeName", "stsresize-contract-no-such-node"},
+        {"containers", Json::array({{{"name", "c"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}};
+  auto created = kube.create(Kind::Pod, pod);
+  if (!created) return created;
+  return modify(kube, ref_of(Kind::Pod, *created), /*status=*/true, [](Json& live) {
+    live["status"]["phase"] = "Running";
+    live["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "True"}}});
+  });
+}
+
+bool gone_or_going(Kubernetes& kube, const ObjectRef& ref) {
+  auto live = kube.get(ref);
+  if (!live) return live.error().code == KubeErrorCode::NotFound;
+  return live->at("metadata").contains("deletionTimestamp");
+}
+
+TEST_P(KubernetesContract, EvictingAPodNoBudgetSelectsDeletesIt) {
+  auto pod = running_pod(kube(), ns(), "evicted-free");
+  ASSERT_OK(pod);
+  const ObjectRef ref = ref_of(Kind::Pod, *pod);
+  EvictOptions stale;
+  stale.uid = "00000000-0000-0000-0000-000000000000";
+  EXPECT_CODE(kube().evict(ref, stale), KubeErrorCode::Conflict);
+  EvictOptions dry_run;
+  dry_run.dry_run = true;
+  ASSERT_OK(kube().evict(ref, dry_run));
+  auto after_dry_run = kube().get(ref);
+  ASSERT_OK(after_dry_run);
+  EXPECT_FALSE(after_dry_run->at("metadata").contains("deletionTimestamp"));
+  EvictOptions exact;
+  exact.uid = pod->at("metadata")["uid"].get<std::string>();
+  ASSERT_OK(kube().evict(ref, exact));
+  EXPECT_TRUE(eventually([&] { return gone_or_going(kube(), ref); }));
+  EXPECT_CODE(kube().evict(ObjectRef{Kind::Pod, ns(), "no-such-pod"}), KubeErrorCode::NotFound);
+}
+
+// What a rolling resize waits on: the refusal is TooManyRequests, a dry run is refused the same
+// way, and the pod is left as it was.
+TEST_P(KubernetesContract, AnEvictionABudgetForbidsIsTooManyRequestsAndChangesNothing) {
+  Json budget{
+      {"apiVersion", "policy/v1"},
+      {"kind", "PodDisruptionBudget"},
+      {"metadata", {{"name", "all-needed"}, {"namespace", ns()}}},
+      {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "evicted"}}}}}}}};
+  ASSERT_OK(kube().create(Kind::PodDisruptionBudget, budget));
+  auto pod = running_pod(kube(), ns(), "evicted-held");
+  ASSERT_OK(pod);
+  const ObjectRef ref = ref_of(Kind::Pod, *pod);
+  EvictOptions dry_run;
+  dry_run.dry_run = true;
+  EXPECT_CODE(kube().evict(ref, dry_run), KubeErrorCode::TooManyRequests);
+  auto refused = kube().evict(ref);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, KubeErrorCode::TooManyRequests);
+  EXPECT_NE(refused.error().message.find("disruption budget"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(refused.error().retry_after, Duration{0});
+  auto after = kube().get(ref);
+  ASSERT_OK(after);
+  EXPECT_FALSE(after->at("metadata").contains("deletionTimestamp"));
+  ASSERT_OK(kube().remove(ref, preconditions(std::nullopt, std::nullopt)));
+}
+
+// How a rolling resize pauses a StatefulSet and later lets it go without its pods: deleted in
+// the background while a finalizer holds it, its dependents keep their owner; a second delete
+// asking for Orphan then makes the garbage collector orphan them, and once the finalizer is
+// removed the owner goes and they stay.
+TEST_P(KubernetesContract, AHeldBackgroundDeleteSwitchedToOrphanLetsTheDependentsStay) {
+  Json owner = config_map(ns(), "held-owner");
+  owner["metadata"]["finalizers"] = {"stsresize.dev/contract-test"};
+  auto created_owner = kube().create(Kind::ConfigMap, owner);
+  ASSERT_OK(created_owner);
+  Json dependent = config_map(ns(), "held-dependent");
+  dependent["metadata"]["ownerReferences"] =
+      Json::array({{{"apiVersion", "v1"},
+                    {"kind", "ConfigMap"},
+                    {"name", "held-owner"},
+                    {"uid", created_owner->at("metadata")["uid"]}}});
+  ASSERT_OK(kube().create(Kind::ConfigMap, dependent));
+  const ObjectRef owner_ref{Kind::ConfigMap, ns(), "held-owner"};
+  const ObjectRef dependent_ref{Kind::ConfigMap, ns(), "held-dependent"};
+  DeleteOptions background;
+  background.propagation = Propagation::Background;
+  ASSERT_OK(kube().remove(owner_ref, background));
+  auto held = kube().get(dependent_ref);
+  ASSERT_OK(held);
+  EXPECT_EQ(held->at("metadata")["ownerReferences"].size(), 1u);
+  DeleteOptions orphan;
+  orphan.propagation = Propagation::Orphan;
+  ASSERT_OK(kube().remove(owner_ref, orphan));
+  EXPECT_TRUE(eventually([&] {
+    auto live = kube().get(dependent_ref);
+    return live && live->at("metadata").value("ownerReferences", Json::array()).empty();
+  }));
+  EXPECT_TRUE(eventually([&] {
+    auto live = kube().get(owner_ref);
+    if (!live) return false;
+    const Json& finalizers = live->at("metadata").value("finalizers", Json::array());
+    return finalizers.size() == 1;  // the collector's "orphan" removed
+  }));
+  ASSERT_OK(modify(kube(), owner_ref, false,
+                   [](Json& live) { live["metadata"]["finalizers"] = Json::array(); }));
+  EXPECT_TRUE(eventually([&] { return !kube().get(owner_ref); }));
+  ASSERT_OK(kube().get(dependent_ref));
+}
+
 TEST_P(KubernetesContract, LeaseUpdateWithoutResourceVersionIsInvalid) {
   Json lease{{"apiVersion", "coordination.k8s.io/v1"},
              {"kind", "Lease"},

@@ -46,6 +46,9 @@ class CountingReads final : public Kubernetes {
   KubeResult<void> remove(const ObjectRef& ref, const DeleteOptions& options) override {
     return inner_.remove(ref, options);
   }
+  KubeResult<void> evict(const ObjectRef& pod, const EvictOptions& options) override {
+    return inner_.evict(pod, options);
+  }
   KubeResult<Json> get_scale(const ObjectRef& ref) override { return inner_.get_scale(ref); }
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override {
