@@ -57,9 +57,12 @@ std::expected<std::optional<Operation>, std::string> read_operation(const Json& 
   const std::string uid = metadata_string(statefulset, "uid");
   // While an explicit request re-creates the StatefulSet, the new object carries the state
   // written into its definition, which still names the old uid until StatefulSetRecreated.
-  const bool recreated_object = operation->phase == Phase::UpdatingTemplate &&
-                                !operation->template_changes.empty() &&
-                                !operation->statefulset_recreated;
+  // So does the object a rolling resize creates again after each ordinal (states/rolling.h).
+  const bool recreated_object =
+      (operation->phase == Phase::UpdatingTemplate && !operation->template_changes.empty() &&
+       !operation->statefulset_recreated) ||
+      (operation->strategy == Strategy::Rolling &&
+       (operation->phase == Phase::StartingReplica || operation->phase == Phase::ScalingBack));
   if (operation->ns != ns || operation->statefulset != name ||
       (operation->sts_uid != uid && !recreated_object)) {
     return std::unexpected("annotation " + std::string{kStateAnnotation} + " describes " +

@@ -12,6 +12,13 @@ namespace stsresize {
 
 namespace {
 
+// A rolling resize creates the StatefulSet again at the end of each ordinal (and when it scales
+// back): the definition it saves and the new object's uid are journaled there.
+bool rolling_recreate(const Operation& op) {
+  return op.strategy == Strategy::Rolling &&
+         (op.phase == Phase::StartingReplica || op.phase == Phase::ScalingBack);
+}
+
 using namespace entries;
 
 template <class... Ts>
@@ -122,6 +129,12 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return {};
           },
           [&](const DefinitionSaved& e) -> Result {
+            if (rolling_recreate(op)) {
+              if (e.config_map.empty() || !e.definition.is_object()) {
+                return std::unexpected("DefinitionSaved without a ConfigMap or a definition");
+              }
+              return {};
+            }
             if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
             if (op.template_changes.empty() || op.statefulset_recreated) {
               return std::unexpected("DefinitionSaved without a pending template update");
@@ -132,6 +145,13 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return {};
           },
           [&](const StatefulSetRecreated& e) -> Result {
+            if (rolling_recreate(op)) {
+              if (e.uid.empty() || e.uid == op.sts_uid) {
+                return std::unexpected("StatefulSetRecreated needs the new object's uid");
+              }
+              op.sts_uid = e.uid;
+              return {};
+            }
             if (auto ok = in_phase(Phase::UpdatingTemplate); !ok) return ok;
             if (op.template_changes.empty() || op.statefulset_recreated) {
               return std::unexpected("StatefulSetRecreated without a pending template update");
@@ -153,9 +173,13 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
               return std::unexpected("Planned with a reason not to rebind on the " +
                                      std::string{to_string(e.path)} + " path");
             }
+            if (e.strategy == Strategy::Rolling && e.path == Path::Expand) {
+              return std::unexpected("Planned rolling on the Expand path, which stops nothing");
+            }
             op.path = e.path;
             op.claims = e.claims;
             op.rebind_unavailable = e.rebind_unavailable;
+            op.strategy = e.strategy;
             return {};
           },
           [&](const PhaseChanged& e) -> Result {
@@ -175,10 +199,31 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
                                      std::string{to_string(e.to)} +
                                      " on Skip without a person's accepted skip just before it");
             }
+            if (e.event == Trigger::RollOn && op.strategy != Strategy::Rolling) {
+              return std::unexpected("transition on RollOn in an operation that is not rolling");
+            }
             if (e.event == Trigger::Resume && !resume_pending) {
               return std::unexpected(
                   "PhaseChanged on Resume without an accepted OperatorAction retry right before "
                   "it");
+            }
+            // The rolling ordinal is done once its CleaningUp moves on: to the next ordinal, or
+            // to Completed after the last.
+            if (op.strategy == Strategy::Rolling && e.from == Phase::CleaningUp &&
+                (e.event == Trigger::RollOn || e.event == Trigger::StepDone)) {
+              const std::optional<int> ordinal = op.rolling_ordinal();
+              const bool more = std::ranges::any_of(op.claims, [&](const ClaimPlan& claim) {
+                return !claim.rolled && ordinal && claim.ordinal != *ordinal;
+              });
+              if (e.event == Trigger::RollOn && !more) {
+                return std::unexpected("RollOn from CleaningUp after the last ordinal");
+              }
+              if (e.event == Trigger::StepDone && more) {
+                return std::unexpected("CleaningUp done while ordinals are left to roll");
+              }
+              for (ClaimPlan& claim : op.claims) {
+                if (ordinal && claim.ordinal == *ordinal) claim.rolled = true;
+              }
             }
             previous_phase_ = op.phase;
             op.phase = e.to;

@@ -75,6 +75,8 @@ struct Codec<Trigger> : EnumCodec<Trigger, &parse_trigger> {};
 template <>
 struct Codec<Path> : EnumCodec<Path, &parse_path> {};
 template <>
+struct Codec<Strategy> : EnumCodec<Strategy, &parse_strategy> {};
+template <>
 struct Codec<OperationKind> : EnumCodec<OperationKind, &parse_kind> {};
 template <>
 struct Codec<VolumeRole> : EnumCodec<VolumeRole, &parse_volume_role> {};
@@ -353,6 +355,7 @@ struct EntryType<Planned> {
       field("path", &Planned::path),
       field("claims", &Planned::claims),
       added_field("rebindUnavailable", &Planned::rebind_unavailable),
+      added_field("strategy", &Planned::strategy),
   };
   static std::string text(const Planned& e) {
     const std::size_t count = e.claims.size();
@@ -365,6 +368,9 @@ struct EntryType<Planned> {
       out += ", … and " + std::to_string(count - kClaimsShownInPlan) + " more";
     }
     if (!e.rebind_unavailable.empty()) out += " (not rebind: " + e.rebind_unavailable + ")";
+    if (e.strategy != Strategy::AllAtOnce) {
+      out += ", " + std::string{to_string(e.strategy)} + ": one ordinal at a time";
+    }
     return out;
   }
 };

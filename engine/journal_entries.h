@@ -54,6 +54,8 @@ struct Planned {
   // A copy path that could not be the rebind path: why (Operation::rebind_unavailable); not
   // written while empty.
   std::string rebind_unavailable;
+  // How the replicas are stopped (stsresize.dev/strategy); not written while AllAtOnce.
+  Strategy strategy = Strategy::AllAtOnce;
   friend bool operator==(const Planned&, const Planned&) = default;
 };
 struct PhaseChanged {

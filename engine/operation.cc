@@ -18,6 +18,7 @@ std::optional<Enum> parse_by_name(std::string_view text, const Enum (&all)[N]) {
 }
 
 constexpr Path kAllPaths[] = {Path::Undecided, Path::Expand, Path::Copy, Path::Rebind};
+constexpr Strategy kAllStrategies[] = {Strategy::AllAtOnce, Strategy::Rolling};
 
 }  // namespace
 
@@ -49,6 +50,10 @@ std::string_view to_string(Phase phase) {
       return "Expanding";
     case Phase::ScalingBack:
       return "ScalingBack";
+    case Phase::StoppingReplica:
+      return "StoppingReplica";
+    case Phase::StartingReplica:
+      return "StartingReplica";
     case Phase::Draining:
       return "Draining";
     case Phase::DeletingClaims:
@@ -103,12 +108,28 @@ std::string_view to_string(Trigger event) {
       return "RecreateAgain";
     case Trigger::StartDrain:
       return "StartDrain";
+    case Trigger::RollOn:
+      return "RollOn";
   }
   return "Unknown";
 }
 
 std::optional<Trigger> parse_trigger(std::string_view text) {
   return parse_by_name(text, kAllTriggers);
+}
+
+std::string_view to_string(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::AllAtOnce:
+      return "all-at-once";
+    case Strategy::Rolling:
+      return "rolling";
+  }
+  return "unknown";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view text) {
+  return parse_by_name(text, kAllStrategies);
 }
 
 std::string_view to_string(OperationKind kind) {
@@ -206,6 +227,7 @@ std::string progress_mismatch(const Operation& op) {
   // Where the state stands once a phase ended, as the steps leave it (failed and aborted
   // operations may stop anywhere, so only the phases of the forward path are checked).
   for (const ClaimPlan& c : op.claims) {
+    if (!op.in_scope(c)) continue;
     const bool backed_up = c.backup_verified.has_value() || c.source_deleted;
     const bool restored = c.restore_verified.has_value();
     switch (op.phase) {
@@ -217,6 +239,7 @@ std::string progress_mismatch(const Operation& op) {
         if (!c.source_deleted) return phase + " while the source " + c.claim + " is intact";
         break;
       case Phase::ScalingUp:
+      case Phase::StartingReplica:
       case Phase::CleaningUp:
         if (!restored) return phase + " while the restore of " + c.claim + " is not verified";
         break;
@@ -244,14 +267,36 @@ bool Operation::sources_intact() const {
   if (drained_claim_deleted) return false;
   if (path != Path::Rebind || !source_claim_deleted()) return !source_claim_deleted();
   const Phase at = phase == Phase::Failed && failed_in ? *failed_in : phase;
-  if (at == Phase::ScalingUp || at == Phase::CleaningUp || at == Phase::Completed) return false;
-  return std::ranges::all_of(claims, [](const ClaimPlan& c) {
-    return !c.source_deleted || (!c.source_policy.empty() && !c.source_policy_restored);
+  if (at == Phase::ScalingUp || at == Phase::CleaningUp || at == Phase::Completed ||
+      at == Phase::StartingReplica) {
+    return false;
+  }
+  return std::ranges::all_of(claims, [&](const ClaimPlan& c) {
+    return !in_scope(c) || !c.source_deleted ||
+           (!c.source_policy.empty() && !c.source_policy_restored);
   });
 }
 
+// Rolled ordinals are finished and running on their new claims: only the rolling ordinal's
+// sources say whether scaling back keeps every byte.
 bool Operation::source_claim_deleted() const {
-  return std::ranges::any_of(claims, [](const ClaimPlan& c) { return c.source_deleted; });
+  return std::ranges::any_of(claims,
+                             [&](const ClaimPlan& c) { return in_scope(c) && c.source_deleted; });
+}
+
+std::optional<int> Operation::rolling_ordinal() const {
+  if (strategy != Strategy::Rolling) return std::nullopt;
+  std::optional<int> highest;
+  for (const ClaimPlan& c : claims) {
+    if (!c.rolled && (!highest || c.ordinal > *highest)) highest = c.ordinal;
+  }
+  return highest;
+}
+
+bool Operation::in_scope(const ClaimPlan& claim) const {
+  if (strategy != Strategy::Rolling) return true;
+  const std::optional<int> ordinal = rolling_ordinal();
+  return ordinal && claim.ordinal == *ordinal;
 }
 
 const OrdinalDrain* Operation::find_drain(int ordinal) const {

@@ -34,6 +34,11 @@ enum class Phase {
   CleaningUp,
   Expanding,
   ScalingBack,
+  // The rolling strategy's, around the copy phases of one ordinal at a time: the StatefulSet
+  // paused (held by a finalizer while being deleted, so its controller creates no pod) and the
+  // ordinal's replica evicted; then the StatefulSet created again and that replica Ready.
+  StoppingReplica,
+  StartingReplica,
   // The scale-down drain's (states/drain_machine.cc).
   Draining,
   DeletingClaims,
@@ -42,11 +47,11 @@ enum class Phase {
   Failed,
 };
 inline constexpr Phase kAllPhases[] = {
-    Phase::Pending,     Phase::Measuring,   Phase::UpdatingTemplate, Phase::Planning,
-    Phase::PreCopying,  Phase::ScalingDown, Phase::BackingUp,        Phase::Recreating,
-    Phase::Restoring,   Phase::ScalingUp,   Phase::CleaningUp,       Phase::Expanding,
-    Phase::ScalingBack, Phase::Draining,    Phase::DeletingClaims,   Phase::StoppingDrain,
-    Phase::Completed,   Phase::Failed,
+    Phase::Pending,        Phase::Measuring,       Phase::UpdatingTemplate, Phase::Planning,
+    Phase::PreCopying,     Phase::ScalingDown,     Phase::BackingUp,        Phase::Recreating,
+    Phase::Restoring,      Phase::ScalingUp,       Phase::CleaningUp,       Phase::Expanding,
+    Phase::ScalingBack,    Phase::StoppingReplica, Phase::StartingReplica,  Phase::Draining,
+    Phase::DeletingClaims, Phase::StoppingDrain,   Phase::Completed,        Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -86,6 +91,10 @@ enum class Trigger {
   RecreateAgain,
   // A scale-down drain starts: cleanup pods for the ordinals a scale-down left behind.
   StartDrain,
+  // The rolling strategy goes on with one ordinal: from Planning or PreCopying to its first
+  // StoppingReplica, from Restoring to StartingReplica, from CleaningUp to the next ordinal's
+  // StoppingReplica. (StepDone from StoppingReplica, StartingReplica and the last CleaningUp.)
+  RollOn,
 };
 inline constexpr Trigger kAllTriggers[] = {
     Trigger::StartMeasuring, Trigger::StartPlanning,  Trigger::StartTemplateUpdate,
@@ -93,6 +102,7 @@ inline constexpr Trigger kAllTriggers[] = {
     Trigger::StepDone,       Trigger::CriticalError,  Trigger::ScaleBackDone,
     Trigger::Abort,          Trigger::Skip,           Trigger::Resume,
     Trigger::BackupStale,    Trigger::RecreateAgain,  Trigger::StartDrain,
+    Trigger::RollOn,
 };
 std::string_view to_string(Trigger event);
 std::optional<Trigger> parse_trigger(std::string_view text);
@@ -116,6 +126,14 @@ std::optional<OperationKind> parse_kind(std::string_view text);
 enum class Path { Undecided, Expand, Copy, Rebind };
 std::string_view to_string(Path path);
 std::optional<Path> parse_path(std::string_view text);
+
+// How the copy paths stop the replicas (stsresize.dev/strategy, read in Planning):
+//   AllAtOnce  every replica stopped for the copies (ScalingDown ... ScalingUp)
+//   Rolling    one ordinal at a time, highest first, the others serving: StoppingReplica,
+//              BackingUp, Recreating, Restoring, StartingReplica, CleaningUp of its claims only
+enum class Strategy { AllAtOnce, Rolling };
+std::string_view to_string(Strategy strategy);  // "all-at-once", "rolling"
+std::optional<Strategy> parse_strategy(std::string_view text);
 
 // The two volumes of a claim on the rebind path: its own (Source) and the backup claim's, which
 // becomes the claim's (Copy).
@@ -162,6 +180,9 @@ struct ClaimPlan {
   std::string copy_policy;
   bool source_policy_restored = false;
   bool copy_policy_restored = false;
+  // Strategy::Rolling: its ordinal is done (the replica ran Ready on it, its cleanup finished);
+  // set by the fold at CleaningUp's RollOn. The steps no longer look at it.
+  bool rolled = false;
 
   friend bool operator==(const ClaimPlan&, const ClaimPlan&) = default;
 };
@@ -225,6 +246,7 @@ struct Operation {
   OperationKind kind = OperationKind::Resize;
   Phase phase = Phase::Pending;
   Path path = Path::Undecided;
+  Strategy strategy = Strategy::AllAtOnce;
   std::int32_t original_replicas = 0;
   std::vector<ClaimPlan> claims;
   // Measuring's figures, one per claim to be shrunk (empty unless the operation shrinks).
@@ -270,6 +292,12 @@ struct Operation {
   // claim of that name for a replica started now, so a broken fence is restored (states/fence.h)
   // rather than the set scaled back up, and a scale-back first puts the claim back.
   bool source_claim_deleted() const;
+  // Strategy::Rolling: the ordinal being resized, the highest with a claim not rolled; nullopt
+  // once every one is (and always for AllAtOnce).
+  std::optional<int> rolling_ordinal() const;
+  // The claims the copy steps work on now: all of them, or the rolling ordinal's. Progress
+  // checks, the fence and a scale-back look at these only: a rolled ordinal is finished.
+  bool in_scope(const ClaimPlan& claim) const;
   const OrdinalDrain* find_drain(int ordinal) const;
   OrdinalDrain* find_drain(int ordinal);
   const ClaimPlan* find_claim(std::string_view claim) const;

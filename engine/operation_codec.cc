@@ -67,6 +67,7 @@ Json encode_claim_plan(const ClaimPlan& claim) {
   // Only when recorded, so that a state without it reads as it did before it existed.
   if (claim.backup_generation != 0) document["backupGeneration"] = claim.backup_generation;
   if (claim.pre_copied) document["preCopied"] = true;
+  if (claim.rolled) document["rolled"] = true;
   // The rebind path's, only there (a two-copy state reads as before the rebind path existed).
   if (!claim.source_volume.empty()) {
     Json volumes{{"source", claim.source_volume},
@@ -117,6 +118,7 @@ std::expected<ClaimPlan, std::string> decode_claim_plan(const Json& document,
   }
   claim.volume_mode = in.string("volumeMode");
   if (in.ok() && document.contains("preCopied")) claim.pre_copied = in.boolean("preCopied");
+  if (in.ok() && document.contains("rolled")) claim.rolled = in.boolean("rolled");
   claim.backup_verified = read_optional_summary(in, "backupVerified");
   if (in.ok() && document.contains("backupGeneration")) {
     claim.backup_generation = in.integer("backupGeneration");
@@ -305,6 +307,9 @@ Json encode_operation(const Operation& operation) {
   if (!operation.rebind_unavailable.empty()) {
     document["rebindUnavailable"] = operation.rebind_unavailable;
   }
+  // Only a rolling resize: every other state reads as it did before there were strategies.
+  if (operation.strategy != Strategy::AllAtOnce)
+    document["strategy"] = to_string(operation.strategy);
   if (operation.awaiting) {
     document["awaitingApproval"] = Json{{"from", to_string(operation.awaiting->from)},
                                         {"to", to_string(operation.awaiting->to)},
@@ -430,6 +435,14 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
       } else {
         op.measured.push_back(std::move(claim));
       }
+    }
+  }
+  if (in.ok() && document.contains("strategy")) {
+    const std::string strategy = in.string("strategy");
+    if (auto parsed = parse_strategy(strategy); in.ok() && parsed) {
+      op.strategy = *parsed;
+    } else if (in.ok()) {
+      in.fail(where + ": unknown strategy \"" + strategy + "\"");
     }
   }
   if (in.ok() && document.contains("rebindUnavailable")) {

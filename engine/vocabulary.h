@@ -29,6 +29,14 @@ inline constexpr std::string_view kResizeStatusAnnotation = "stsresize.dev/resiz
 // application that must not have a concurrent reader of its volumes; "true" or absent: a warm
 // pre-copy first. Any other value fails Planning before anything is changed.
 inline constexpr std::string_view kPreCopyAnnotation = "stsresize.dev/pre-copy";
+// On the StatefulSet: "rolling" resizes a copy path one ordinal at a time while the others
+// serve; "all-at-once" or absent stops every replica for the copies. Any other value fails
+// Planning before anything is changed.
+inline constexpr std::string_view kStrategyAnnotation = "stsresize.dev/strategy";
+// A rolling resize's hold on the StatefulSet it pauses: deleted in the background, the object
+// stays while this finalizer does, and the StatefulSet controller does nothing for a set being
+// deleted (it creates no pod), while its pods keep their owner.
+inline constexpr std::string_view kRollingFinalizer = "stsresize.dev/rolling";
 
 // --- On the StatefulSet: operating a resize by hand (engine/actions/request.h) ---
 // Written by the user: auto (absent), manual or step: which transitions wait for approval.

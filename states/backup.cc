@@ -53,7 +53,7 @@ StepOutcome backup_step(StepContext& ctx) {
   int running = 0;
   bool all_verified = true;
   for (const ClaimPlan& claim : ctx.op.claims) {
-    if (claim.source_deleted) continue;
+    if (!ctx.op.in_scope(claim) || claim.source_deleted) continue;
     if (claim.backup_verified && claim.backup_generation == generation) continue;
     all_verified = false;
     if (auto now = ensure_backup_claim(ctx, claim)) return *now;
@@ -75,7 +75,7 @@ StepOutcome backup_step(StepContext& ctx) {
     // Checked for every claim before Recreating deletes the first source: then a misfit still
     // scales back onto intact sources.
     for (const ClaimPlan& claim : ctx.op.claims) {
-      if (claim.source_deleted) continue;
+      if (!ctx.op.in_scope(claim) || claim.source_deleted) continue;
       if (auto misfit = backup_does_not_fit(ctx.op, claim)) {
         return StepOutcome::critical("the shrink of " + claim.claim + " cannot go on: " + *misfit);
       }

@@ -1,8 +1,11 @@
 // CleaningUp (the application is already back): delete the copy Jobs and the backup claims.
+// A rolling resize cleans up after each ordinal (its claims only), then rolls on to the next.
 // A backup claim is deleted only once its restore was verified: it is never deleted while it
 // may be the only copy of the data.
 // On the rebind path the volumes' own reclaim policies are put back last (states/rebind.h):
 // the old volume is released once its claim runs on the verified copy.
+#include <algorithm>
+
 #include "engine/naming.h"
 #include "states/rebind.h"
 #include "states/step_support.h"
@@ -13,6 +16,7 @@ StepOutcome cleanup_step(StepContext& ctx) {
   using namespace steps;
   bool lingering = false;
   for (const ClaimPlan& claim : ctx.op.claims) {
+    if (!ctx.op.in_scope(claim)) continue;
     if (auto now = delete_ours_in_turn(ctx,
                                        {job_ref(ctx.op, naming::backup_job(claim.claim)),
                                         job_ref(ctx.op, naming::restore_job(claim.claim))},
@@ -38,6 +42,13 @@ StepOutcome cleanup_step(StepContext& ctx) {
     }
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
+  if (ctx.op.strategy == Strategy::Rolling) {
+    const std::optional<int> ordinal = ctx.op.rolling_ordinal();
+    const bool more = std::ranges::any_of(ctx.op.claims, [&](const ClaimPlan& claim) {
+      return !claim.rolled && ordinal && claim.ordinal != *ordinal;
+    });
+    return StepOutcome::done(more ? Trigger::RollOn : Trigger::StepDone);
+  }
   return StepOutcome::done();
 }
 

@@ -5,6 +5,7 @@
 
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
+#include "states/rolling.h"
 #include "states/step_support.h"
 
 namespace stsresize::steps {
@@ -80,6 +81,18 @@ std::string describe(const FenceBreach& breach) {
 
 std::expected<std::optional<FenceBreach>, StepOutcome> fence_breach(
     StepContext& ctx, const std::vector<std::string>& claims) {
+  if (ctx.op.strategy == Strategy::Rolling) {
+    // The other replicas run: the StatefulSet is held paused instead of at 0 replicas.
+    if (!paused(ctx.statefulset)) {
+      return FenceBreach{FenceBreach::Kind::Replicas,
+                         "the StatefulSet is not paused (being deleted, held by finalizer " +
+                             std::string{kRollingFinalizer} + ")"};
+    }
+    auto mounted = first_mount(ctx, claims, /*own_pods_too=*/true);
+    if (!mounted) return std::unexpected(mounted.error());
+    if (!mounted->has_value()) return std::nullopt;
+    return FenceBreach{FenceBreach::Kind::Mounted, **mounted};
+  }
   auto wanted = k8s::spec_replicas(ctx.statefulset);
   if (!wanted) return std::unexpected(malformed(wanted.error()));
   if (*wanted != 0) {
@@ -109,14 +122,16 @@ std::int64_t fence_generation(const StepContext& ctx) {
 
 std::vector<std::string> planned_claims(const Operation& op) {
   std::vector<std::string> names;
-  for (const ClaimPlan& claim : op.claims) names.push_back(claim.claim);
+  for (const ClaimPlan& claim : op.claims) {
+    if (op.in_scope(claim)) names.push_back(claim.claim);
+  }
   return names;
 }
 
 std::vector<std::string> intact_sources(const Operation& op) {
   std::vector<std::string> names;
   for (const ClaimPlan& claim : op.claims) {
-    if (!claim.source_deleted) names.push_back(claim.claim);
+    if (op.in_scope(claim) && !claim.source_deleted) names.push_back(claim.claim);
   }
   return names;
 }
@@ -124,7 +139,7 @@ std::vector<std::string> intact_sources(const Operation& op) {
 std::expected<std::optional<HeldSource>, StepOutcome> held_source(StepContext& ctx) {
   std::vector<std::pair<std::string, std::string>> going;  // claim, volume
   for (const ClaimPlan& claim : ctx.op.claims) {
-    if (claim.source_deleted || !claim.recreated_uid.empty()) continue;
+    if (!ctx.op.in_scope(claim) || claim.source_deleted || !claim.recreated_uid.empty()) continue;
     auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
     if (!source) return std::unexpected(source.error());
     if (!source->has_value() || !being_deleted(**source)) continue;
@@ -174,14 +189,44 @@ StepOutcome report_held_source(StepContext& ctx, const HeldSource& held) {
 StepOutcome restore_fence(StepContext& ctx, const FenceBreach& breach) {
   const std::string prefix = "the fence was broken in " + std::string{to_string(ctx.op.phase)};
   const std::string why =
-      prefix + " (" + describe(breach) +
-      ") after a source claim was deleted: stsresize holds the StatefulSet at 0 replicas until "
-      "every restore is verified, then scales it back to the " +
-      std::to_string(ctx.op.original_replicas) +
-      " replicas it started from (to run another count, scale it once the resize has completed)";
+      ctx.op.strategy == Strategy::Rolling
+          ? prefix + " (" + describe(breach) +
+                ") after a source claim was deleted: stsresize pauses the StatefulSet again and "
+                "stops the replica of ordinal " +
+                std::to_string(ctx.op.rolling_ordinal().value_or(-1)) +
+                " until its restore is verified, then resumes it"
+          : prefix + " (" + describe(breach) +
+                ") after a source claim was deleted: stsresize holds the StatefulSet at 0 "
+                "replicas until every restore is verified, then scales it back to the " +
+                std::to_string(ctx.op.original_replicas) +
+                " replicas it started from (to run another count, scale it once the resize has "
+                "completed)";
   // Once per phase: the breach's detail changes as pods go (replicas, then a pod, ...).
   if (!ctx.op.warning.starts_with(prefix)) {
     return warn_and_continue(ctx, ctx.op.phase, "FenceRestored", why);
+  }
+  if (ctx.op.strategy == Strategy::Rolling) {
+    // Paused again, then the replica's pod (it runs on claims that hold nothing verified)
+    // deleted with its uid: what the all-at-once fence does by scaling to 0.
+    if (auto now = pause_statefulset(ctx)) return *now;
+    if (breach.kind == FenceBreach::Kind::Mounted && ctx.op.rolling_ordinal()) {
+      const ObjectRef pod = replica_ref(ctx.op, *ctx.op.rolling_ordinal());
+      auto live = get_optional(ctx, pod);
+      if (!live) return live.error();
+      if (live->has_value() && !being_deleted(**live)) {
+        if (auto removed =
+                delete_intended(ctx, pod, k8s::uid(**live).value_or(""), Propagation::Default,
+                                "the fence restored: it runs on claims whose restore "
+                                "is not verified");
+            !removed) {
+          return removed.error();
+        }
+        return StepOutcome::waiting(Duration{0});
+      }
+    }
+    return StepOutcome::waiting(
+        ctx.settings.poll_interval,
+        "fence: " + describe(breach) + "; waiting until no pod uses the claims");
   }
   if (auto acted = set_replicas(ctx, 0)) return *acted;
   return StepOutcome::waiting(

@@ -41,6 +41,7 @@ struct Resume {
 struct BackupStale {};
 struct RecreateAgain {};
 struct StartDrain {};
+struct RollOn {};
 
 // States: one per Phase.
 template <Phase P>
@@ -60,6 +61,8 @@ using ScalingUp = PhaseState<Phase::ScalingUp>;
 using CleaningUp = PhaseState<Phase::CleaningUp>;
 using Expanding = PhaseState<Phase::Expanding>;
 using ScalingBack = PhaseState<Phase::ScalingBack>;
+using StoppingReplica = PhaseState<Phase::StoppingReplica>;
+using StartingReplica = PhaseState<Phase::StartingReplica>;
 using Draining = PhaseState<Phase::Draining>;
 using DeletingClaims = PhaseState<Phase::DeletingClaims>;
 using StoppingDrain = PhaseState<Phase::StoppingDrain>;
@@ -178,6 +181,36 @@ struct ResizeMachine_ : msm::front::state_machine_def<ResizeMachine_> {
 
 using ResizeMachine = msm::back::state_machine<ResizeMachine_>;
 
+// The resize's rows of the rolling strategy (stsresize.dev/strategy: rolling), a second table of
+// the same kind: MPL's vector, which Boost.MSM's tables are, holds at most 50 rows. A resize
+// moves by whichever of its two tables has a row (fire_kind); no event leaves a phase in both.
+// The copy phases for one ordinal at a time, highest first, between stopping its replica (the
+// StatefulSet paused, the pod evicted) and starting it again.
+struct RollingMachine_ : msm::front::state_machine_def<RollingMachine_> {
+  using initial_state = StoppingReplica;
+
+  // clang-format off
+  struct transition_table : mpl::vector<
+    //   From              Event                To                Action Guard
+    Row< Planning,         RollOn,              StoppingReplica,  none,  none         >,
+    Row< PreCopying,       RollOn,              StoppingReplica,  none,  none         >,
+    Row< StoppingReplica,  StepDone,            BackingUp,        none,  none         >,
+    Row< Restoring,        RollOn,              StartingReplica,  none,  none         >,
+    Row< StartingReplica,  StepDone,            CleaningUp,       none,  none         >,
+    Row< CleaningUp,       RollOn,              StoppingReplica,  none,  none         >,
+    // Nothing of this ordinal deleted yet: ScalingBack creates the StatefulSet again
+    Row< StoppingReplica,  CriticalError,       ScalingBack,      none,  Intact       >,
+    Row< StoppingReplica,  Abort,               ScalingBack,      none,  Intact       >,
+    // The replica runs on its new claims, as in ScalingUp
+    Row< StartingReplica,  CriticalError,       Failed,           none,  none         >
+  > {};
+  // clang-format on
+
+  REFUSALS_REMEMBERED
+};
+
+using RollingMachine = msm::back::state_machine<RollingMachine_>;
+
 // The scale-down drain. Nothing is deleted before DeletingClaims, so a failure or a person's
 // abort in Draining stops it (StoppingDrain deletes the cleanup pods, keeps every claim).
 struct DrainMachine_ : msm::front::state_machine_def<DrainMachine_> {
@@ -233,6 +266,14 @@ const StateIds<ResizeMachine>& state_ids() {
       StateIds<ResizeMachine>::make<Pending, Measuring, UpdatingTemplate, Planning, PreCopying,
                                     ScalingDown, BackingUp, Recreating, Restoring, ScalingUp,
                                     CleaningUp, Expanding, ScalingBack, Completed, Failed>();
+  return ids;
+}
+
+template <>
+const StateIds<RollingMachine>& state_ids() {
+  static const auto ids =
+      StateIds<RollingMachine>::make<StoppingReplica, Planning, PreCopying, BackingUp, Restoring,
+                                     StartingReplica, CleaningUp, ScalingBack, Failed>();
   return ids;
 }
 
@@ -308,6 +349,9 @@ std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool source
     case Trigger::StartDrain:
       m.process_event(StartDrain{});
       break;
+    case Trigger::RollOn:
+      m.process_event(RollOn{});
+      break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without
   // calling no_transition; every row of a table changes the phase, so staying is a refusal.
@@ -319,8 +363,15 @@ std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool source
 std::expected<Phase, std::string> fire_kind(OperationKind kind, Phase from, Trigger event,
                                             bool sources_intact, std::optional<Phase> failed_in) {
   switch (kind) {
-    case OperationKind::Resize:
-      return fire_in<ResizeMachine>(from, event, sources_intact, failed_in);
+    case OperationKind::Resize: {
+      auto next = fire_in<ResizeMachine>(from, event, sources_intact, failed_in);
+      if (next) return next;
+      auto rolling = fire_in<RollingMachine>(from, event, sources_intact, failed_in);
+      // A refusal in the words of the table that has the phase.
+      const bool main_has =
+          state_ids<ResizeMachine>().id_of_phase[static_cast<std::size_t>(from)] >= 0;
+      return rolling || !main_has ? rolling : next;
+    }
     case OperationKind::Drain:
       return fire_in<DrainMachine>(from, event, sources_intact, failed_in);
   }
@@ -387,7 +438,8 @@ const TransitionRules& PhaseMachine::rules() {
 bool PhaseMachine::has_phase(OperationKind kind, Phase phase) {
   switch (kind) {
     case OperationKind::Resize:
-      return state_ids<ResizeMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
+      return state_ids<ResizeMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0 ||
+             state_ids<RollingMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
     case OperationKind::Drain:
       return state_ids<DrainMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
   }

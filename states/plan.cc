@@ -84,15 +84,32 @@ std::expected<bool, std::string> pre_copy_wanted(const Json& statefulset) {
                          "them stopped); nothing was changed");
 }
 
+// The strategy of the copy paths (kStrategyAnnotation), or why the annotation cannot be read.
+std::expected<Strategy, std::string> strategy_wanted(const Json& statefulset) {
+  auto value = k8s::annotation(statefulset, kStrategyAnnotation);
+  if (!value) return std::unexpected(value.error());
+  if (!value->has_value()) return Strategy::AllAtOnce;
+  if (auto parsed = parse_strategy(**value)) return *parsed;
+  return std::unexpected("the StatefulSet's annotation " + std::string{kStrategyAnnotation} +
+                         " is \"" + **value +
+                         "\": it takes \"all-at-once\" (the default: every replica stopped for "
+                         "the copies) or \"rolling\" (one ordinal at a time, the others "
+                         "serving); nothing was changed");
+}
+
 }  // namespace
 
 StepOutcome plan_step(StepContext& ctx) {
   auto pre_copy = pre_copy_wanted(ctx.statefulset);
   if (!pre_copy) return StepOutcome::critical(pre_copy.error());
+  auto strategy = strategy_wanted(ctx.statefulset);
+  if (!strategy) return StepOutcome::critical(strategy.error());
   if (ctx.op.path != Path::Undecided) {
     // The rebind path is the copy path's phases with one copy.
     if (ctx.op.path == Path::Expand) return StepOutcome::done(Trigger::PlannedExpand);
-    return StepOutcome::done(*pre_copy ? Trigger::PlannedPreCopy : Trigger::PlannedCopy);
+    if (*pre_copy) return StepOutcome::done(Trigger::PlannedPreCopy);
+    return StepOutcome::done(ctx.op.strategy == Strategy::Rolling ? Trigger::RollOn
+                                                                  : Trigger::PlannedCopy);
   }
   auto claims = ctx.kube.list(Kind::PersistentVolumeClaim, ctx.op.ns);
   if (!claims) return from_error(claims.error(), "listing claims");
@@ -110,8 +127,10 @@ StepOutcome plan_step(StepContext& ctx) {
     rebind_unavailable = *why_not;
     if (rebind_unavailable.empty()) (*plan)->path = Path::Rebind;
   }
-  if (auto recorded =
-          ctx.journal.commit(entries::Planned{(*plan)->path, (*plan)->claims, rebind_unavailable});
+  // Expansion stops nothing: the strategy is the copy paths' only.
+  const Strategy planned_strategy = (*plan)->path == Path::Expand ? Strategy::AllAtOnce : *strategy;
+  if (auto recorded = ctx.journal.commit(
+          entries::Planned{(*plan)->path, (*plan)->claims, rebind_unavailable, planned_strategy});
       !recorded) {
     return StepOutcome::transient(recorded.error());
   }

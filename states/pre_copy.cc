@@ -141,7 +141,8 @@ StepOutcome pre_copy_step(StepContext& ctx) {
     }
   }
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "pre-copy Jobs ending");
-  return StepOutcome::done();
+  return StepOutcome::done(ctx.op.strategy == Strategy::Rolling ? Trigger::RollOn
+                                                                : Trigger::StepDone);
 }
 
 }  // namespace stsresize

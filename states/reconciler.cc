@@ -36,6 +36,15 @@ std::string_view to_string(ReconcileResult::Kind kind) {
 
 namespace {
 
+// Phases whose step deletes the StatefulSet and creates it again from the definition it saved
+// in a ConfigMap (states/update_template.cc, states/rolling.h): a StatefulSet missing there is
+// that step's work in progress, continued from the ConfigMap's copy of the state.
+bool recreates_statefulset(const Operation& op) {
+  if (op.phase == Phase::UpdatingTemplate) return true;
+  return op.strategy == Strategy::Rolling &&
+         (op.phase == Phase::StartingReplica || op.phase == Phase::ScalingBack);
+}
+
 // Writes of the state annotation, the first included, while each fails with Conflict.
 constexpr int kAnnotationWriteAttempts = 5;
 
@@ -467,8 +476,7 @@ ReconcileResult Reconciler::Session::drive() {
       sts_ = std::move(*written);
     } else if (wrote) {
       auto fresh = r_.kube_.get(ref_);
-      if (!fresh && fresh.error().code == KubeErrorCode::NotFound &&
-          op_.phase == Phase::UpdatingTemplate) {
+      if (!fresh && fresh.error().code == KubeErrorCode::NotFound && recreates_statefulset(op_)) {
         sts_ = Json{};  // deleted on purpose: the step creates it again from its definition
       } else if (!fresh) {
         return retry("reading " + to_string(ref_) + ": " + fresh.error().message);
@@ -606,9 +614,9 @@ ReconcileResult Reconciler::recover(const ObjectRef& ref) {
   if (!definition) return refuse(definition.error());
   auto stored = read_operation(*definition);
   if (!stored) return refuse(stored.error());
-  if (!stored->has_value() || (*stored)->phase != Phase::UpdatingTemplate ||
-      (*stored)->statefulset_recreated) {
-    return refuse("the definition records no template update in progress");
+  if (!stored->has_value() || !recreates_statefulset(**stored) ||
+      ((*stored)->phase == Phase::UpdatingTemplate && (*stored)->statefulset_recreated)) {
+    return refuse("the definition records no template update or rolling resize in progress");
   }
   Session session{*this, ref, Json{}};
   return session.recover(std::move(**stored));

@@ -146,20 +146,21 @@ StepOutcome recreate_step(StepContext& ctx) {
   // A source delete already asked for (the claim gone or going, SourceDeleted not yet recorded)
   // is finished first: it was made under a fresh backup, and BackingUp could not copy it again.
   for (const ClaimPlan& claim : ctx.op.claims) {
-    if (!claim.recreated_uid.empty() || claim.source_deleted) continue;
+    if (!ctx.op.in_scope(claim) || !claim.recreated_uid.empty() || claim.source_deleted) continue;
     auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
     if (!source) return source.error();
     if (!source->has_value() || being_deleted(**source)) return delete_source(ctx, claim);
   }
   const std::int64_t generation = fence_generation(ctx);
   for (const ClaimPlan& claim : ctx.op.claims) {
+    if (!ctx.op.in_scope(claim)) continue;
     if (!claim.source_deleted && claim.backup_verified && claim.backup_generation != generation) {
       return StepOutcome::done(Trigger::BackupStale);
     }
   }
   const bool rebind = ctx.op.path == Path::Rebind;
   for (const ClaimPlan& claim : ctx.op.claims) {
-    if (!claim.recreated_uid.empty()) continue;
+    if (!ctx.op.in_scope(claim) || !claim.recreated_uid.empty()) continue;
     if (rebind && !claim.source_deleted) {
       if (auto now = keep_volumes(ctx, claim)) return *now;
     }

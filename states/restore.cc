@@ -39,7 +39,7 @@ StepOutcome restore_step(StepContext& ctx) {
   int running = 0;
   bool all_verified = true;
   for (const ClaimPlan& claim : ctx.op.claims) {
-    if (claim.restore_verified) continue;
+    if (!ctx.op.in_scope(claim) || claim.restore_verified) continue;
     all_verified = false;
     if (ctx.op.path == Path::Rebind) {
       if (auto now = check_rebound(ctx, claim)) return *now;
@@ -109,7 +109,10 @@ StepOutcome restore_step(StepContext& ctx) {
                                  entries::RestoreVerified{claim.claim, copy->summary->destination});
     }
   }
-  if (all_verified) return StepOutcome::done();
+  if (all_verified) {
+    return StepOutcome::done(ctx.op.strategy == Strategy::Rolling ? Trigger::RollOn
+                                                                  : Trigger::StepDone);
+  }
   return StepOutcome::waiting(ctx.settings.poll_interval, "copies running");
 }
 

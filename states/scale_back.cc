@@ -7,13 +7,19 @@
 #include "engine/naming.h"
 #include "states/fence.h"
 #include "states/rebind.h"
+#include "states/rolling.h"
 #include "states/step_support.h"
 
 namespace stsresize {
 
 StepOutcome scale_back_step(StepContext& ctx) {
   using namespace steps;
-  if (ctx.op.path == Path::Rebind && ctx.op.source_claim_deleted()) {
+  // A rolling resize scales back its rolling ordinal only; the ordinals rolled before are
+  // finished and run on their new claims. Its StatefulSet was paused, not scaled: it is resumed.
+  const bool rolling = ctx.op.strategy == Strategy::Rolling;
+  auto unrolled = [](const ClaimPlan& claim) { return !claim.rolled; };
+  if (ctx.op.path == Path::Rebind && ctx.op.source_claim_deleted() &&
+      !(rolling && ctx.statefulset.is_null())) {
     // A claim is deleted and created again only while nothing but the operation uses the
     // claims: a pod started by someone's scale-up would hold the claim on the copy (and write
     // on it) or be given an empty claim of that name by the StatefulSet controller.
@@ -21,11 +27,15 @@ StepOutcome scale_back_step(StepContext& ctx) {
     if (!breach) return breach.error();
     if (*breach) return restore_fence(ctx, **breach);
     for (const ClaimPlan& claim : ctx.op.claims) {
-      if (!claim.source_deleted) continue;
+      if (!ctx.op.in_scope(claim) || !claim.source_deleted) continue;
       if (auto now = put_back(ctx, claim)) return *now;
     }
   }
+  if (rolling) {
+    if (auto now = resume_statefulset(ctx)) return *now;
+  }
   for (const ClaimPlan& claim : ctx.op.claims) {
+    if (!unrolled(claim)) continue;
     auto source = get_optional(ctx, claim_ref(ctx.op, claim.claim));
     if (!source) return source.error();
     auto uid = source->has_value() ? k8s::uid(**source) : k8s::Result<std::string>{""};
@@ -36,7 +46,7 @@ StepOutcome scale_back_step(StepContext& ctx) {
   }
   // Before a plan (Measuring, Planning) nothing was scaled: a replica count someone set since
   // is theirs.
-  if (ctx.op.path != Path::Undecided) {
+  if (ctx.op.path != Path::Undecided && !rolling) {
     if (auto acted = set_replicas(ctx, ctx.op.original_replicas)) return *acted;
     auto settled = replicas_settled(ctx, ctx.op.original_replicas, /*ready=*/false);
     if (!settled) return settled.error();
@@ -58,6 +68,7 @@ StepOutcome scale_back_step(StepContext& ctx) {
 
   bool lingering = false;
   for (const ClaimPlan& claim : ctx.op.claims) {
+    if (!unrolled(claim)) continue;
     if (auto now = delete_ours_in_turn(ctx,
                                        {job_ref(ctx.op, naming::pre_copy_job(claim.claim)),
                                         job_ref(ctx.op, naming::backup_job(claim.claim)),
@@ -70,6 +81,7 @@ StepOutcome scale_back_step(StepContext& ctx) {
   if (lingering) return StepOutcome::waiting(ctx.settings.poll_interval, "objects finalizing");
   if (ctx.op.path == Path::Rebind) {
     for (const ClaimPlan& claim : ctx.op.claims) {
+      if (!unrolled(claim)) continue;
       if (auto now = put_policies_back(ctx, claim)) return *now;
     }
   }

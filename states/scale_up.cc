@@ -1,6 +1,7 @@
 // ScalingUp: the original replica count, Done once every pod is Ready on the new claims. Past
 // settings.scale_up_timeout a Warning is given once (journaled as a non-critical StepFailed,
 // kept in the state until the phase changes) and the step keeps waiting.
+#include "engine/duration.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -16,10 +17,8 @@ StepOutcome scale_up_step(StepContext& ctx) {
     const std::string reason =
         "only " + std::to_string(status ? status->ready_replicas : 0) + " of " +
         std::to_string(ctx.op.original_replicas) + " pods Ready " +
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::minutes>(ctx.settings.scale_up_timeout)
-                .count()) +
-        " minutes after scaling up; the data is restored and verified, still waiting";
+        format_duration(ctx.settings.scale_up_timeout) +
+        " after scaling up; the data is restored and verified, still waiting";
     return warn_and_continue(ctx, Phase::ScalingUp, "ScaleUpTimeout", reason);
   }
   return StepOutcome::waiting(ctx.settings.poll_interval, "pods not ready yet");

@@ -45,8 +45,9 @@ struct StepContext {
   StepJournal& journal;
   const EngineSettings& settings;
   const Operation& op;  // changes only through journal.commit()
-  // As read at the start of this step. Null only in UpdatingTemplate, while the StatefulSet
-  // does not exist (deleted with Orphan, not yet created again from its stored definition).
+  // As read at the start of this step. Null only while the StatefulSet does not exist between
+  // its delete and its re-create from the stored definition: in UpdatingTemplate, and in a
+  // rolling resize's StartingReplica and ScalingBack (states/rolling.h).
   const Json& statefulset;
 };
 
@@ -88,6 +89,8 @@ StepOutcome scale_up_step(StepContext& ctx);         // ScalingUp
 StepOutcome cleanup_step(StepContext& ctx);          // CleaningUp
 StepOutcome expand_step(StepContext& ctx);           // Expanding
 StepOutcome scale_back_step(StepContext& ctx);       // ScalingBack
+StepOutcome stop_replica_step(StepContext& ctx);     // StoppingReplica (rolling)
+StepOutcome start_replica_step(StepContext& ctx);    // StartingReplica (rolling)
 // The scale-down drain's.
 StepOutcome drain_start_step(StepContext& ctx);     // Pending
 StepOutcome drain_step(StepContext& ctx);           // Draining

@@ -36,6 +36,10 @@ Step step_for(OperationKind kind, Phase phase) {
       return &expand_step;
     case Phase::ScalingBack:
       return &scale_back_step;
+    case Phase::StoppingReplica:
+      return &stop_replica_step;
+    case Phase::StartingReplica:
+      return &start_replica_step;
     case Phase::Completed:
     case Phase::Failed:
       return nullptr;

@@ -539,9 +539,13 @@ int abort_branch(const Attempt& at) {
                                 ? "put each claim whose source was deleted back on its own "
                                   "volume (kept Retain), "
                                 : ""} +
-                "scale back to " + std::to_string(op.original_replicas) +
-                " replicas on the source claims, delete this operation's copy Jobs and backup "
-                "claims" +
+                (op.strategy == Strategy::Rolling
+                     ? "start the StatefulSet again with ordinal " +
+                           std::to_string(op.rolling_ordinal().value_or(-1)) +
+                           " on its source claims (the ordinals done before stay resized)"
+                     : "scale back to " + std::to_string(op.original_replicas) +
+                           " replicas on the source claims") +
+                ", delete this operation's copy Jobs and backup claims" +
                 (op.path == Path::Rebind ? ", put the volumes' reclaim policies back" : "") +
                 ", and end in Failed (\"" + abort_failure(at.who, op.phase) + "\", label " +
                 std::string{kFailedLabel} + ")";

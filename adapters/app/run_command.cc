@@ -146,6 +146,11 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
                   "A claim still Pending this long fails the operation (then scale-back); a "
                   "pre-copy pod still unscheduled then is given up")
       ->capture_default_str();
+  run->add_option("--scale-up-timeout", flags.scale_up_timeout,
+                  "Pods not all Ready this long after the replicas were put back (ScalingUp; a "
+                  "rolling resize's StartingReplica) give a Warning ScaleUpTimeout; the "
+                  "operation keeps waiting, and a rolling resize touches no other ordinal")
+      ->capture_default_str();
   run->add_option("--job-timeout", flags.job_timeout,
                   "A copy Job still running this long fails the operation")
       ->capture_default_str();
@@ -188,6 +193,7 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
       {"leader-elect-retry-period", flags.retry_period, &election.retry_period},
       {"poll-interval", flags.poll_interval, &config.engine.poll_interval},
       {"pending-timeout", flags.pending_timeout, &config.engine.pending_timeout},
+      {"scale-up-timeout", flags.scale_up_timeout, &config.engine.scale_up_timeout},
       {"job-timeout", flags.job_timeout, &config.engine.job_timeout},
       {"drain-timeout", flags.drain_timeout, &config.engine.drain_timeout},
   };

@@ -40,6 +40,7 @@ struct RunFlags {
   CopyJobFlags copy_job{};
   std::string poll_interval = "5s";
   std::string pending_timeout = "10m";
+  std::string scale_up_timeout = "30m";
   std::string job_timeout = "6h";
   std::string drain_timeout = "1h";
   std::string log_level = "info";

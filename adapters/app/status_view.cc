@@ -142,6 +142,8 @@ int done_in_phase(const Operation& op) {
     case Phase::Restoring:
     case Phase::ScalingUp:
     case Phase::CleaningUp:
+    case Phase::StoppingReplica:  // rolling: the ordinals before are restored
+    case Phase::StartingReplica:
       return count([](const ClaimPlan& c) { return c.restore_verified.has_value(); });
     case Phase::Expanding:
       return count([](const ClaimPlan& c) { return c.expanded; });
@@ -193,6 +195,12 @@ std::string trigger_of(const Operation& op) {
 void fill_from_operation(StatusRow& row, const Operation& op) {
   row.operation_id = op.id;
   row.phase = std::string{to_string(op.phase)};
+  // A rolling resize says which ordinal its copy phases are at: "BackingUp (ordinal 2)".
+  if (auto ordinal = op.rolling_ordinal(); ordinal && !is_terminal(op.phase) &&
+                                           op.phase != Phase::Planning &&
+                                           op.phase != Phase::PreCopying) {
+    row.phase += " (ordinal " + std::to_string(*ordinal) + ")";
+  }
   row.path = op.path;
   if (!op.claims.empty()) {
     row.claims_total = static_cast<int>(op.claims.size());

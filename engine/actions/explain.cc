@@ -122,6 +122,7 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
     case Phase::Restoring:
     case Phase::ScalingUp:
     case Phase::CleaningUp:
+    case Phase::StartingReplica:
       return which + " is in " + phase +
              ": the source claims were replaced and the data is already in the new claims, so "
              "there is nothing to roll back to. Let it finish (if it waits, `" +
@@ -171,6 +172,7 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
     case Phase::Planning:
     case Phase::PreCopying:
     case Phase::ScalingDown:
+    case Phase::StoppingReplica:
     case Phase::BackingUp:
     case Phase::Recreating:
       // Their Abort rows exist (check_abort refuses them only with SourcesDeleted); a table
@@ -228,10 +230,16 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
              "only with the replicas stopped from the next resize on, annotate the StatefulSet " +
              std::string{kPreCopyAnnotation} + "=false. To stop the resize instead, run " + abort;
     case Phase::ScalingDown:
+    case Phase::StoppingReplica:
       return which +
              ": skipping it would back up the volumes while their pods still write to them, so "
              "whatever they write after the copy would be lost with the source claims" +
              only + ". To stop the resize instead, run " + abort;
+    case Phase::StartingReplica:
+      return which +
+             ": the StatefulSet is being created again and the replica started on its restored "
+             "claims; the rolling resize goes on to the next ordinal only once it is Ready" +
+             only + ". Let it finish (watch it: " + watch + ")";
     case Phase::BackingUp:
       return which +
              ": skipping it would delete the source claims without a verified backup, losing "

@@ -95,6 +95,9 @@ Verdict check_abort(const Operation& op, const TransitionRules& rules,
   }
   Refusal r = refusal(Action::Abort, RefusalReason::SourcesDeleted, op);
   for (const ClaimPlan& claim : op.claims) {
+    // A rolling resize's ordinals rolled before are finished: an abort scales back its rolling
+    // ordinal only.
+    if (!op.in_scope(claim)) continue;
     const bool asked = std::ranges::find(sources_going, claim.claim) != sources_going.end();
     if (claim.source_deleted) {
       r.deleted.push_back(claim.claim);

@@ -43,7 +43,18 @@ struct Scenario {
   // What the templates (or the request) ask for; below 1Gi a shrink, measured first (the
   // seeded claims hold about 150 bytes: "1Ki" fits, "150" does not).
   std::string to_size = "2Gi";
+  // stsresize.dev/strategy: rolling: one ordinal at a time, the other replicas Ready.
+  bool rolling = false;
 };
+
+void seed_for(ResizeWorld& world, const Scenario& scenario) {
+  world.seed(scenario.expandable, scenario.to_size, scenario.trigger);
+  if (scenario.rolling) {
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = "rolling";
+    });
+  }
+}
 
 ObjectRef definition_ref() {
   return ObjectRef{Kind::ConfigMap, kNs, naming::definition_config_map(kSts)};
@@ -82,6 +93,10 @@ struct Watch {
   bool replicas_dropped = false;
   int source_deletes = 0;
   int statefulset_deletes = 0;
+  // A rolling resize's pauses: deletes of the StatefulSet that its finalizer holds.
+  int pauses = 0;
+  // The fewest pods of the set Ready and not being deleted, seen at any write.
+  int min_ready = kReplicas;
   std::map<std::string, std::string> pods_at_start;  // name -> uid
 };
 
@@ -89,6 +104,19 @@ void watch(ResizeWorld& world, Watch& out, const std::string& to_size) {
   std::set<std::string> sources;
   for (const auto& name : world.claim_names()) sources.insert(name);
   world.kube.on_mutation([&world, &out, sources, to_size](const Mutation& m) {
+    int ready = 0;
+    for (const Json& pod : world.kube.list_raw(Kind::Pod, kNs)) {
+      const std::string name = pod["metadata"]["name"];
+      if (!name.starts_with(std::string{kSts} + "-") ||
+          name.find("stsresize") != std::string::npos ||
+          pod["metadata"].contains("deletionTimestamp")) {
+        continue;
+      }
+      for (const Json& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
+        if (c.value("type", "") == "Ready" && c.value("status", "") == "True") ++ready;
+      }
+    }
+    out.min_ready = std::min(out.min_ready, ready);
     if (m.actor != Actor::Client) return;
     if (m.verb == Verb::Remove && m.ref.kind == Kind::PersistentVolumeClaim &&
         sources.contains(m.ref.name)) {
@@ -116,7 +144,14 @@ void watch(ResizeWorld& world, Watch& out, const std::string& to_size) {
         m.object["spec"].value("replicas", kReplicas) < kReplicas) {
       out.replicas_dropped = true;
     }
-    if (m.verb == Verb::Remove && m.ref.kind == Kind::StatefulSet) {
+    const Json finalizers = m.object.is_object() && m.object.contains("metadata")
+                                ? m.object["metadata"].value("finalizers", Json::array())
+                                : Json::array();
+    const bool held =
+        std::ranges::find(finalizers, Json(std::string{kRollingFinalizer})) != finalizers.end();
+    if (m.verb == Verb::Remove && m.ref.kind == Kind::StatefulSet && held) {
+      ++out.pauses;  // held: its pods stay, nothing of the definition is lost
+    } else if (m.verb == Verb::Remove && m.ref.kind == Kind::StatefulSet) {
       ++out.statefulset_deletes;
       const auto config_map = world.kube.get_raw(definition_ref());
       auto definition = config_map
@@ -127,6 +162,28 @@ void watch(ResizeWorld& world, Watch& out, const std::string& to_size) {
                                  definition.error());
       } else if (k8s::claim_templates(*definition)->front().storage != *Quantity::parse(to_size)) {
         out.violations.push_back("StatefulSet deleted; the stored definition has old templates");
+      }
+    }
+    // A paused StatefulSet goes when its finalizer is removed: only while its definition, with
+    // the operation's state, is in the ConfigMap, and once no pod is its dependent any more.
+    if (m.verb == Verb::Update && m.ref.kind == Kind::StatefulSet && !world.kube.get_raw(m.ref)) {
+      const auto config_map = world.kube.get_raw(definition_ref());
+      auto definition = config_map
+                            ? definition_from_config_map(*config_map, kNs, kSts)
+                            : std::expected<Json, std::string>{std::unexpect, "no ConfigMap"};
+      if (!definition) {
+        out.violations.push_back("paused StatefulSet let go without its stored definition: " +
+                                 definition.error());
+      } else if (auto state = read_operation(*definition); !state || !state->has_value()) {
+        out.violations.push_back("paused StatefulSet let go; its definition holds no state");
+      }
+      for (const Json& pod : world.kube.list_raw(Kind::Pod, kNs)) {
+        for (const Json& owner : pod["metadata"].value("ownerReferences", Json::array())) {
+          if (owner.value("uid", "") == m.object["metadata"].value("uid", "")) {
+            out.violations.push_back("paused StatefulSet let go while pod " +
+                                     pod["metadata"].value("name", "") + " is its dependent");
+          }
+        }
       }
     }
   });
@@ -171,7 +228,7 @@ Stop drive(ResizeWorld& world, Reconciler& reconciler, std::optional<int> crash_
 
 // `claims_twice`: the rebind path's scale-back creates each claim a second time, on its own
 // volume.
-void expect_no_double_creation(const ResizeWorld& world, bool claims_twice) {
+void expect_no_double_creation(const ResizeWorld& world, bool claims_twice, int recreations = 1) {
   std::map<std::string, int> creations;
   for (const Mutation& m : world.kube.history()) {
     if (m.actor == Actor::Client && m.verb == Verb::Create) {
@@ -182,7 +239,12 @@ void expect_no_double_creation(const ResizeWorld& world, bool claims_twice) {
     const bool a_claim = std::ranges::any_of(world.claim_names(), [&](const std::string& name) {
       return what == "PersistentVolumeClaim " + name;
     });
-    EXPECT_EQ(count, claims_twice && a_claim ? 2 : 1) << what << " created " << count << " times";
+    const bool recreated = what == "StatefulSet " + std::string{kSts} ||
+                           what == "ConfigMap " + naming::definition_config_map(kSts);
+    EXPECT_EQ(count, claims_twice && a_claim ? 2
+                     : recreated             ? recreations
+                                             : 1)
+        << what << " created " << count << " times";
   }
 }
 
@@ -228,7 +290,16 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
   if (scenario.expandable) {
     EXPECT_FALSE(watched.replicas_dropped);
   }
-  expect_no_double_creation(world, scenario.abort_in && !scenario.two_copies);
+  // A rolling resize creates the StatefulSet again after each ordinal; completed, after all 3.
+  // (An explicit request's UpdatingTemplate created it once before.)
+  const int request = scenario.trigger == ResizeTrigger::Request ? 1 : 0;
+  expect_no_double_creation(
+      world, scenario.abort_in && !scenario.two_copies,
+      scenario.rolling && scenario.outcome == Outcome::Completed ? kReplicas + request : 1);
+  if (scenario.rolling && scenario.outcome == Outcome::Completed) {
+    EXPECT_EQ(watched.pauses, kReplicas);
+    EXPECT_GE(watched.min_ready, kReplicas - 1) << "more than one replica down at once";
+  }
   if (scenario.expandable) {
     // Expansion, and the Orphan re-create of an explicit request, restart no pod.
     EXPECT_EQ(pod_uids(world), watched.pods_at_start);
@@ -273,7 +344,7 @@ void expect_outcome(ResizeWorld& world, Journal& journal, const Watch& watched,
 // An uninterrupted run; returns the number of side effects it took.
 int clean_run(const Scenario& scenario) {
   ResizeWorld world;
-  world.seed(scenario.expandable, scenario.to_size, scenario.trigger);
+  seed_for(world, scenario);
   if (!scenario.mode.empty()) set_mode(world, scenario.mode);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
@@ -336,6 +407,10 @@ int clean_run(const Scenario& scenario) {
   EXPECT_EQ(
       watched.statefulset_deletes,
       scenario.trigger == ResizeTrigger::Request && scenario.outcome == Outcome::Completed ? 1 : 0);
+  // Every replica count kept: a rolling resize pauses, it never scales.
+  if (scenario.rolling) {
+    EXPECT_FALSE(watched.replicas_dropped);
+  }
   EXPECT_EQ(world.events.contains(scenario.abort_in ? "ResizeAborted" : "ResizeFailed"),
             scenario.outcome == Outcome::Failed);
   if (scenario.outcome == Outcome::Failed) {
@@ -367,7 +442,7 @@ void crash_after(int k, const Scenario& scenario, JournalFate fate, bool sqlite)
   const testing_support::ScratchDir scratch;
   const auto path = scratch.file("journal.db");
   ResizeWorld world;
-  world.seed(scenario.expandable, scenario.to_size, scenario.trigger);
+  seed_for(world, scenario);
   if (!scenario.mode.empty()) set_mode(world, scenario.mode);
   if (scenario.failing_job_pods) world.cluster.fail_next_job_pods(scenario.failing_job_pods);
   if (scenario.corrupt_copy) world.cluster.corrupt_next_copy();
@@ -444,6 +519,10 @@ const Scenario kCopyManual{.mode = "manual"};
 const Scenario kCopyStep{.mode = "step"};
 const Scenario kTwoCopies{.two_copies = true};
 const Scenario kTwoCopiesRequested{.trigger = ResizeTrigger::Request, .two_copies = true};
+const Scenario kRolling{.rolling = true};
+const Scenario kRollingTwoCopies{.two_copies = true, .rolling = true};
+const Scenario kRollingRequested{.trigger = ResizeTrigger::Request, .rolling = true};
+const Scenario kRollingStep{.mode = "step", .rolling = true};
 // An abort once every claim is on its copy, before the application ran on it: the rebind path
 // puts each claim back on its own volume.
 const Scenario kRebindAbortedInRestoring{
@@ -527,6 +606,27 @@ TEST(CrashResume, ManualModeCopyPathConvergesAfterACrashAtEverySideEffect) {
 
 TEST(CrashResume, StepModeCopyPathConvergesAfterACrashAtEverySideEffect) {
   every_k(kCopyStep, JournalFate::Kept);
+}
+
+// The rolling strategy: each ordinal's pause, eviction, copies and resume converge from a crash
+// after any write, with the journal or from the annotations (and the definition ConfigMap while
+// the StatefulSet is away) alone; never more than one replica down.
+TEST(CrashResume, RollingConvergesAfterACrashAtEverySideEffect) {
+  every_k(kRolling, JournalFate::Kept);
+  every_k(kRolling, JournalFate::Lost);
+}
+
+TEST(CrashResume, RollingTwoCopyPathConvergesAfterACrashAtEverySideEffect) {
+  every_k(kRollingTwoCopies, JournalFate::Kept, /*sqlite=*/false, /*stride=*/2);
+  every_k(kRollingTwoCopies, JournalFate::Lost, /*sqlite=*/false, /*stride=*/3);
+}
+
+TEST(CrashResume, RollingExplicitRequestNeverLosesTheDefinitionAtAnyCrash) {
+  every_k(kRollingRequested, JournalFate::Kept, /*sqlite=*/false, /*stride=*/3);
+}
+
+TEST(CrashResume, RollingStepModeConvergesAfterACrashAtEverySideEffect) {
+  every_k(kRollingStep, JournalFate::Kept, /*sqlite=*/false, /*stride=*/2);
 }
 
 }  // namespace

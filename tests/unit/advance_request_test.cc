@@ -184,7 +184,7 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
     const bool abortable = phase == Phase::Measuring || phase == Phase::Planning ||
                            phase == Phase::PreCopying || phase == Phase::ScalingDown ||
                            phase == Phase::BackingUp || phase == Phase::Recreating ||
-                           phase == Phase::Draining;
+                           phase == Phase::Draining || phase == Phase::StoppingReplica;
     const std::string why = abort_refusal(copy_operation(phase, 0));
     EXPECT_EQ(why.empty(), abortable) << why;
     if (!why.empty()) {
@@ -259,6 +259,9 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
         "kubectl -n shop describe pod POD", "continues by itself"}},
       {Phase::Expanding, {"did not reach the size asked for", "kubectl -n shop describe pvc"}},
       {Phase::ScalingBack, {"without its replicas", "ends in Failed by itself"}},
+      {Phase::StoppingReplica,
+       {"while their pods still write", "stsresize advance shop/web --abort"}},
+      {Phase::StartingReplica, {"created again", "Let it finish"}},
       {Phase::Draining,
        {"cleanup pod has not Succeeded", "keeping every claim",
         "stsresize advance shop/web --abort"}},

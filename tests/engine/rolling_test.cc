@@ -1,0 +1,244 @@
+// The rolling strategy (stsresize.dev/strategy: rolling, states/rolling.h): one ordinal at a
+// time, highest first, the others Ready; each replica taken down through the Eviction API, so a
+// PodDisruptionBudget holds the resize rather than being bypassed; a failure scales back the
+// rolling ordinal only. (Crash points: CrashResume.Rolling*; on the local control plane:
+// E2E_Rolling_*.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "adapters/fake/fake_kubernetes.h"
+#include "engine/annotations.h"
+#include "engine/k8s_objects.h"
+#include "engine/naming.h"
+#include "engine/vocabulary.h"
+#include "states/reconciler.h"
+#include "tests/support/engine_harness.h"
+#include "tests/support/resize_world.h"
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+class Rolling : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world.seed(/*expandable=*/false);
+    set_strategy("rolling");
+    world.kube.on_mutation([this](const Mutation&) { note_ready(); });
+  }
+
+  void set_strategy(const std::string& value) {
+    world.kube.mutate_raw(world.sts(), [&](Json& live) {
+      live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = value;
+    });
+  }
+
+  // The pods of the set Ready and not being deleted, at every write of anyone.
+  void note_ready() {
+    int ready = 0;
+    for (const Json& pod : world.kube.list_raw(Kind::Pod, kNs)) {
+      const std::string name = pod["metadata"]["name"];
+      if (name.find("stsresize") != std::string::npos ||
+          pod["metadata"].contains("deletionTimestamp")) {
+        continue;
+      }
+      if (k8s::pod_ready(pod).value_or(false)) ++ready;
+      // While an ordinal is copied its StatefulSet is paused, not gone: the other pods keep it
+      // as their owner (a budget counts them against its replicas; orphaned, it could not).
+      const auto sts = world.kube.get_raw(world.sts());
+      const std::string phase = sts ? (*sts)["metadata"]
+                                          .value("annotations", Json::object())
+                                          .value(std::string{kPhaseAnnotation}, "")
+                                    : "";
+      if ((phase == "BackingUp" || phase == "Recreating" || phase == "Restoring") &&
+          pod["metadata"].value("ownerReferences", Json::array()).empty()) {
+        orphaned_mid_copy = true;
+      }
+    }
+    min_ready = std::min(min_ready, ready);
+  }
+
+  std::optional<Operation> state() const {
+    auto sts = world.kube.get_raw(world.sts());
+    if (!sts) return std::nullopt;
+    auto op = read_operation(*sts);
+    return op && op->has_value() ? std::optional<Operation>{**op} : std::nullopt;
+  }
+
+  std::map<std::string, std::string> pod_uids() const {
+    std::map<std::string, std::string> uids;
+    for (const Json& pod : world.kube.list_raw(Kind::Pod, kNs)) {
+      uids[pod["metadata"]["name"]] = pod["metadata"]["uid"];
+    }
+    return uids;
+  }
+
+  std::vector<std::string> evicted() const {
+    std::vector<std::string> pods;
+    for (const Mutation& m : world.kube.history()) {
+      if (m.actor == Actor::Client && m.verb == Verb::Evict) pods.push_back(m.ref.name);
+    }
+    return pods;
+  }
+
+  void add_budget(const Json& spec) {
+    Json budget{{"apiVersion", "policy/v1"},
+                {"kind", "PodDisruptionBudget"},
+                {"metadata", {{"name", "web"}, {"namespace", kNs}}},
+                {"spec", spec}};
+    budget["spec"]["selector"] = {{"matchLabels", {{"app", "web"}}}};
+    ASSERT_TRUE(world.kube.system().create(Kind::PodDisruptionBudget, budget));
+  }
+
+  void expect_resized(const std::string& size, const std::vector<int>& ordinals) {
+    for (const std::string& name : world.claim_names()) {
+      const bool resized = std::ranges::any_of(
+          ordinals, [&](int o) { return name.ends_with("-" + std::to_string(o)); });
+      auto pvc = world.kube.get_raw(world.claim(name));
+      ASSERT_TRUE(pvc) << name;
+      EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse(resized ? size : "1Gi")) << name;
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name))
+          << name;
+    }
+  }
+
+  ResizeWorld world;
+  MemoryJournal journal;
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, EngineSettings{}};
+  int min_ready = kReplicas;
+  bool orphaned_mid_copy = false;
+};
+
+// With a budget of one disruption, which counts the pods against their StatefulSet's replicas:
+// a pause that orphaned them would leave it nothing to count with, and no eviction allowed.
+TEST_F(Rolling, ResizesOneOrdinalAtATimeHighestFirstWithTheOthersReady) {
+  add_budget({{"maxUnavailable", 1}});
+  const auto before = pod_uids();
+  reconcile_to_idle(reconciler, world, 600);
+  EXPECT_FALSE(state()) << "operation still annotated";
+  expect_resized("2Gi", {0, 1, 2});
+  EXPECT_EQ(evicted(), (std::vector<std::string>{"web-2", "web-1", "web-0"}));
+  EXPECT_GE(min_ready, kReplicas - 1);
+  EXPECT_FALSE(orphaned_mid_copy);
+  // Every pod was replaced once, each by its own eviction; none of them restarted otherwise.
+  const auto after = pod_uids();
+  for (const auto& [name, uid] : before) {
+    if (!name.starts_with("web-")) continue;
+    EXPECT_NE(after.at(name), uid) << name;
+  }
+  // Paused and resumed once per ordinal: never scaled.
+  int creates = 0;
+  for (const Mutation& m : world.kube.history()) {
+    if (m.actor != Actor::Client || m.ref.kind != Kind::StatefulSet) continue;
+    if (m.verb == Verb::Create) ++creates;
+    if (m.verb == Verb::Update || m.verb == Verb::Create) {
+      EXPECT_EQ(m.object["spec"].value("replicas", 0), kReplicas);
+    }
+  }
+  EXPECT_EQ(creates, kReplicas);
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(sts["metadata"].contains("deletionTimestamp"));
+  EXPECT_TRUE(sts["metadata"].value("finalizers", Json::array()).empty());
+  EXPECT_FALSE(
+      world.kube.get_raw(ObjectRef{Kind::ConfigMap, kNs, naming::definition_config_map(kSts)}));
+  world.settle(2);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+}
+
+// A pod not yet replaced keeps running, untouched, until its own turn.
+TEST_F(Rolling, AnOrdinalIsTouchedOnlyInItsTurn) {
+  const auto before = pod_uids();
+  reconcile_until(reconciler, world,
+                  {"ordinal 1 stopped",
+                   [&](const ReconcileResult&) {
+                     auto op = state();
+                     return op && op->rolling_ordinal() == 1 && op->phase == Phase::BackingUp;
+                   }},
+                  {.limit = 400});
+  const auto now = pod_uids();
+  EXPECT_EQ(now.at("web-0"), before.at("web-0"));
+  EXPECT_FALSE(now.contains("web-1"));
+  EXPECT_NE(now.at("web-2"), before.at("web-2"));
+  expect_resized("2Gi", {2});
+}
+
+TEST_F(Rolling, ABudgetThatAllowsNoDisruptionHoldsTheResizeAndChangesNothing) {
+  add_budget({{"minAvailable", kReplicas}});
+  const auto before = pod_uids();
+  reconcile_until(reconciler, world,
+                  {"held in StoppingReplica",
+                   [&](const ReconcileResult&) {
+                     auto op = state();
+                     return op && op->phase == Phase::StoppingReplica && !op->warning.empty();
+                   }},
+                  {.limit = 400});
+  for (int i = 0; i < 20; ++i) {
+    reconciler.reconcile(kNs, kSts);
+    world.settle(2);
+  }
+  EXPECT_EQ(state()->phase, Phase::StoppingReplica);
+  EXPECT_NE(state()->warning.find("disruption budget"), std::string::npos) << state()->warning;
+  EXPECT_EQ(world.events.with_reason("EvictionBlocked").size(), 1u);
+  EXPECT_TRUE(evicted().empty());
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(sts["metadata"].contains("deletionTimestamp"));
+  EXPECT_TRUE(sts["metadata"].value("finalizers", Json::array()).empty());
+  EXPECT_EQ(pod_uids(), before);
+  expect_resized("2Gi", {});
+
+  // Relaxed: one disruption allowed, and the roll goes on by itself.
+  world.kube.mutate_raw(ObjectRef{Kind::PodDisruptionBudget, kNs, "web"},
+                        [](Json& budget) { budget["spec"]["minAvailable"] = kReplicas - 1; });
+  reconcile_to_idle(reconciler, world, 600);
+  expect_resized("2Gi", {0, 1, 2});
+  EXPECT_GE(min_ready, kReplicas - 1);
+}
+
+TEST_F(Rolling, AnUnknownStrategyFailsPlanningAndChangesNothing) {
+  set_strategy("one-by-one");
+  const auto before = pod_uids();
+  reconcile_until(reconciler, world, at_rest(), {.limit = 50, .terminal_fails = false});
+  auto op = state();
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->phase, Phase::Failed);
+  EXPECT_NE(op->failure.find("one-by-one"), std::string::npos) << op->failure;
+  EXPECT_EQ(pod_uids(), before);
+  expect_resized("2Gi", {});
+}
+
+// A copy of the second ordinal fails: that ordinal scales back onto its intact sources (its
+// StatefulSet resumed), the first one stays on its new claims, the last is never touched.
+TEST_F(Rolling, AFailureInTheSecondOrdinalScalesBackThatOrdinalOnly) {
+  EngineSettings settings;
+  settings.copy_job.backoff_limit = 0;
+  Reconciler failing{world.kube, journal, world.clock, world.events, settings};
+  reconcile_until(failing, world,
+                  {"ordinal 1 stopped",
+                   [&](const ReconcileResult&) {
+                     auto op = state();
+                     return op && op->rolling_ordinal() == 1 && op->phase == Phase::BackingUp;
+                   }},
+                  {.limit = 400});
+  world.cluster.fail_next_job_pods(4);
+  reconcile_until(failing, world, at_rest(), {.limit = 400, .terminal_fails = false});
+  auto op = state();
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->phase, Phase::Failed);
+  EXPECT_TRUE(world.events.contains("ResizeFailed"));
+  expect_resized("2Gi", {2});
+  const Json sts = world.live_sts();
+  EXPECT_FALSE(sts["metadata"].contains("deletionTimestamp"));
+  EXPECT_TRUE(sts["metadata"].value("finalizers", Json::array()).empty());
+  world.settle(4);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+  EXPECT_GE(min_ready, kReplicas - 1);
+  for (const Json& pvc : world.kube.list_raw(Kind::PersistentVolumeClaim, kNs)) {
+    EXPECT_EQ(pvc["metadata"]["name"].get<std::string>().find("-stsresize-"), std::string::npos)
+        << pvc["metadata"]["name"];
+  }
+}
+
+}  // namespace
+}  // namespace stsresize
