@@ -1,5 +1,6 @@
 // Planning: decide which claims to resize and how; the plan is recorded once and never
 // recomputed, so a resumed operation keeps the claims (and their uids) it started with.
+#include "engine/drain_candidates.h"
 #include "engine/planner.h"
 #include "states/fence.h"
 #include "states/step_support.h"
@@ -129,6 +130,11 @@ StepOutcome plan_step(StepContext& ctx) {
   }
   // Expansion stops nothing: the strategy is the copy paths' only.
   const Strategy planned_strategy = (*plan)->path == Path::Expand ? Strategy::AllAtOnce : *strategy;
+  // All at once, the copy path scales to 0: refused before anything is created.
+  if (planned_strategy == Strategy::AllAtOnce && (*plan)->path != Path::Expand &&
+      claims_deleted_when_scaled(ctx.statefulset)) {
+    return StepOutcome::critical(scale_down_deletes_claims());
+  }
   if (auto recorded = ctx.journal.commit(
           entries::Planned{(*plan)->path, (*plan)->claims, rebind_unavailable, planned_strategy});
       !recorded) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/drain_candidates.h"
 #include "engine/measure_job.h"
 #include "engine/naming.h"
 #include "engine/planner.h"
@@ -134,10 +135,22 @@ std::int64_t fit_checked_bytes(const Quantity& destination, const Quantity& sour
   return destination < source ? destination.bytes() : 0;
 }
 
+std::string scale_down_deletes_claims() {
+  return "the StatefulSet's spec.persistentVolumeClaimRetentionPolicy.whenScaled is Delete: "
+         "stopping its replicas by scaling down would make Kubernetes delete their claims with "
+         "the pods. Set whenScaled to Retain for the resize, or annotate the StatefulSet " +
+         std::string{kStrategyAnnotation} +
+         "=rolling, which stops one replica at a time without scaling; nothing was scaled";
+}
+
 std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas) {
   auto current = k8s::spec_replicas(ctx.statefulset);
   if (!current) return malformed(current.error());
   if (*current == replicas) return std::nullopt;
+  // Checked at the act itself: the policy may have been changed since the plan.
+  if (replicas < *current && claims_deleted_when_scaled(ctx.statefulset)) {
+    return StepOutcome::critical(scale_down_deletes_claims());
+  }
   const ObjectRef ref = statefulset_ref(ctx.op);
   if (auto intended = ctx.journal.intend(
           "update", ref,

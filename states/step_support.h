@@ -73,8 +73,13 @@ StepOutcome record_and_continue(StepContext& ctx, const Entry& event);
 StepOutcome warn_and_continue(StepContext& ctx, Phase phase, std::string_view reason,
                               const std::string& why);
 
+// Why the replicas of a StatefulSet whose persistentVolumeClaimRetentionPolicy.whenScaled is
+// Delete are not lowered: Kubernetes deletes the claims of every replica a scale-down removes.
+std::string scale_down_deletes_claims();
+
 // The StatefulSet with spec.replicas changed to `replicas`: intend + update (with its
-// resourceVersion) when it differs. nullopt when already there.
+// resourceVersion) when it differs. nullopt when already there. Lowering them is Critical, and
+// nothing is written, while whenScaled is Delete (scale_down_deletes_claims).
 std::optional<StepOutcome> set_replicas(StepContext& ctx, std::int32_t replicas);
 // The StatefulSet controller has observed the spec and runs `replicas` pods (ready ones too
 // when `ready`); no pod of the set remains when `replicas` is 0.

@@ -392,8 +392,23 @@ void SimulatedCluster::sync_statefulset(const Json& statefulset) {
     if (ordinal >= replicas) condemned.push_back(ordinal);
   }
   std::ranges::sort(condemned, std::greater<>{});
+  // whenScaled Delete: before a condemned pod goes, its claims get it as their owner, so that
+  // the garbage collector deletes them after it (updateClaimOwnerRefForSetAndPod).
+  const bool claims_go_with_pods =
+      sim::text(spec, {"persistentVolumeClaimRetentionPolicy", "whenScaled"}) == "Delete";
   for (int ordinal : condemned) {
     if (ordered && waiting) break;
+    if (claims_go_with_pods) {
+      for (const auto& [volume, claim] : sim::pod_claims(pods[ordinal])) {
+        (void)volume;
+        auto live = kube_.get_raw({Kind::PersistentVolumeClaim, ns, claim});
+        if (!live || sim::is_deleting(*live)) continue;
+        Json owned = *live;
+        owned["metadata"]["ownerReferences"] =
+            Json::array({sim::controller_reference(Kind::Pod, pods[ordinal])});
+        (void)kube_.system().update(Kind::PersistentVolumeClaim, owned);
+      }
+    }
     (void)kube_.system().remove(ref_of(Kind::Pod, pods[ordinal]));
     if (ordered) {
       waiting = true;

@@ -13,6 +13,7 @@
 #include "engine/naming.h"
 #include "engine/vocabulary.h"
 #include "states/reconciler.h"
+#include "tests/support/approvals.h"
 #include "tests/support/engine_harness.h"
 #include "tests/support/resize_world.h"
 
@@ -237,6 +238,109 @@ TEST_F(Rolling, AFailureInTheSecondOrdinalScalesBackThatOrdinalOnly) {
   for (const Json& pvc : world.kube.list_raw(Kind::PersistentVolumeClaim, kNs)) {
     EXPECT_EQ(pvc["metadata"]["name"].get<std::string>().find("-stsresize-"), std::string::npos)
         << pvc["metadata"]["name"];
+  }
+}
+
+}  // namespace
+}  // namespace stsresize
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+// spec.persistentVolumeClaimRetentionPolicy.whenScaled: Delete makes Kubernetes delete the claims
+// of every replica a scale-down removes (the fake does as the StatefulSet controller does): the
+// all-at-once copy path, which scales to 0, is refused; the rolling one never scales.
+class WhenScaledDelete : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world.seed(/*expandable=*/false);
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["spec"]["persistentVolumeClaimRetentionPolicy"] = {{"whenScaled", "Delete"},
+                                                              {"whenDeleted", "Retain"}};
+    });
+    for (const std::string& name : world.claim_names()) {
+      uids[name] = world.kube.get_raw(world.claim(name))->at("metadata")["uid"];
+    }
+  }
+
+  void expect_claims_untouched() {
+    for (const std::string& name : world.claim_names()) {
+      auto pvc = world.kube.get_raw(world.claim(name));
+      ASSERT_TRUE(pvc) << name << " deleted";
+      EXPECT_EQ(pvc->at("metadata")["uid"], uids.at(name)) << name;
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name))
+          << name;
+    }
+  }
+
+  std::optional<Operation> state() const {
+    auto op = read_operation(world.live_sts());
+    return op && op->has_value() ? std::optional<Operation>{**op} : std::nullopt;
+  }
+
+  ResizeWorld world;
+  MemoryJournal journal;
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, EngineSettings{}};
+  std::map<std::string, std::string> uids;
+};
+
+TEST_F(WhenScaledDelete, AnAllAtOnceCopyIsRefusedInPlanningBeforeAnythingChanges) {
+  reconcile_until(reconciler, world, at_rest(), {.limit = 50, .terminal_fails = false});
+  auto op = state();
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->phase, Phase::Failed);
+  EXPECT_NE(op->failure.find("whenScaled is Delete"), std::string::npos) << op->failure;
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas);
+  expect_claims_untouched();
+  // Refused before anything: no Job, no claim, no pre-copy.
+  for (const Mutation& m : world.kube.history()) {
+    EXPECT_FALSE(m.actor == Actor::Client && m.verb == Verb::Create && m.ref.kind != Kind::Event)
+        << "created " << to_string(m.ref);
+  }
+}
+
+// The policy set after the plan: the scale-down itself refuses, and the resize scales back onto
+// the claims it never touched.
+TEST_F(WhenScaledDelete, APolicySetAfterThePlanStopsTheScaleDownAndKeepsEveryClaim) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["spec"].erase("persistentVolumeClaimRetentionPolicy");
+    live["metadata"]["annotations"][std::string{kPreCopyAnnotation}] = "false";
+  });
+  // Held for approval after the plan (stsresize.dev/mode: manual), the policy set, then approved.
+  set_mode(world, "manual");
+  reconcile_until(reconciler, world, at_rest(), {.limit = 50});
+  auto waiting = awaiting(world);
+  ASSERT_TRUE(waiting);
+  ASSERT_EQ(waiting->to, Phase::ScalingDown);
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["spec"]["persistentVolumeClaimRetentionPolicy"] = {{"whenScaled", "Delete"},
+                                                            {"whenDeleted", "Retain"}};
+    live["metadata"]["annotations"].erase(std::string{kModeAnnotation});
+  });
+  ASSERT_TRUE(approve_waiting(world, "alice", "after-the-plan"));
+  reconcile_until(reconciler, world, at_rest(), {.limit = 200, .terminal_fails = false});
+  auto op = state();
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->phase, Phase::Failed);
+  EXPECT_NE(op->failure.find("whenScaled is Delete"), std::string::npos) << op->failure;
+  world.settle(4);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+  expect_claims_untouched();
+}
+
+TEST_F(WhenScaledDelete, ARollingResizeCompletesWithoutScaling) {
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = "rolling";
+  });
+  reconcile_to_idle(reconciler, world, 600);
+  EXPECT_FALSE(state());
+  for (const std::string& name : world.claim_names()) {
+    auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("2Gi")) << name;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name)) << name;
   }
 }
 
