@@ -5,15 +5,12 @@
 #include "engine/naming.h"
 #include "engine/resize_request.h"
 #include "engine/statefulset_deletion.h"
+#include "states/definition.h"
 #include "states/step_support.h"
 
 namespace stsresize::steps {
 
 namespace {
-
-ObjectRef definition_ref(const Operation& op) {
-  return ObjectRef{Kind::ConfigMap, op.ns, naming::definition_config_map(op.statefulset)};
-}
 
 void tell(StepContext& ctx, std::string_view reason, const std::string& message) {
   ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Normal, reason,
@@ -44,29 +41,6 @@ std::expected<bool, StepOutcome> owns_pods(StepContext& ctx, const std::string& 
     }
   }
   return false;
-}
-
-// Step 4 of the resume: the object does not exist.
-StepOutcome create_from_definition(StepContext& ctx, const std::optional<Json>& config_map) {
-  const ObjectRef ref = statefulset_ref(ctx.op);
-  if (!config_map) {
-    return StepOutcome::transient(to_string(ref) + " is gone and ConfigMap " +
-                                  definition_ref(ctx.op).name + " with its definition is missing");
-  }
-  if (!created_by(*config_map, ctx.op)) {
-    return StepOutcome::transient("ConfigMap " + definition_ref(ctx.op).name +
-                                  " was not created by operation " + ctx.op.id);
-  }
-  auto definition = definition_from_config_map(*config_map, ctx.op.ns, ctx.op.statefulset);
-  if (!definition) return StepOutcome::transient(definition.error());
-  if (auto created =
-          create_intended(ctx, ref, *definition, "from ConfigMap " + definition_ref(ctx.op).name);
-      !created) {
-    // Never critical: the definition stays safe in the ConfigMap until this succeeds.
-    return StepOutcome::transient(std::move(created.error().message));
-  }
-  tell(ctx, "StatefulSetRecreated", "created again from its definition; its pods adopted");
-  return StepOutcome::waiting(Duration{0});
 }
 
 }  // namespace
@@ -117,7 +91,10 @@ std::optional<StepOutcome> resume_statefulset(StepContext& ctx) {
   const ObjectRef cm_ref = definition_ref(ctx.op);
   auto config_map = get_optional(ctx, cm_ref);
   if (!config_map) return config_map.error();
-  if (ctx.statefulset.is_null()) return create_from_definition(ctx, *config_map);
+  if (ctx.statefulset.is_null()) {
+    return create_from_definition(ctx, *config_map,
+                                  "created again from its definition; its pods adopted");
+  }
   auto uid = k8s::uid(ctx.statefulset);
   if (!uid) return malformed(uid.error());
   const bool deleting = k8s::is_being_deleted(ctx.statefulset).value_or(false);

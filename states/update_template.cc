@@ -13,6 +13,7 @@
 // the ConfigMap exists, and the ConfigMap only once the new object's uid is recorded.
 #include "engine/naming.h"
 #include "engine/resize_request.h"
+#include "states/definition.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -20,10 +21,6 @@ namespace stsresize {
 namespace {
 
 using namespace steps;
-
-ObjectRef definition_ref(const Operation& op) {
-  return ObjectRef{Kind::ConfigMap, op.ns, naming::definition_config_map(op.statefulset)};
-}
 
 void tell(StepContext& ctx, std::string_view reason, const std::string& message) {
   ctx.events.record(statefulset_ref(ctx.op), EventSeverity::Normal, reason,
@@ -65,30 +62,6 @@ StepOutcome delete_statefulset(StepContext& ctx) {
   return StepOutcome::waiting(Duration{0});
 }
 
-// Step 4: the StatefulSet does not exist.
-StepOutcome create_from_definition(StepContext& ctx, const std::optional<Json>& config_map) {
-  const ObjectRef ref = statefulset_ref(ctx.op);
-  if (ctx.op.statefulset_recreated) {
-    // Someone deleted the object stsresize created; re-creating it again would undo them.
-    return StepOutcome::transient(to_string(ref) + " was deleted after it was re-created");
-  }
-  if (!config_map) {
-    return StepOutcome::transient(to_string(ref) + " is gone and ConfigMap " +
-                                  definition_ref(ctx.op).name + " with its definition is missing");
-  }
-  auto definition = definition_from_config_map(*config_map, ctx.op.ns, ctx.op.statefulset);
-  if (!definition) return StepOutcome::transient(definition.error());
-  if (auto created =
-          create_intended(ctx, ref, *definition, "from ConfigMap " + definition_ref(ctx.op).name);
-      !created) {
-    // Never critical: the operation could not record a failure on an object that does not
-    // exist, and the definition stays safe in the ConfigMap until this succeeds. (Same text.)
-    return StepOutcome::transient(std::move(created.error().message));
-  }
-  tell(ctx, "StatefulSetRecreated", "created again with the new volumeClaimTemplates");
-  return StepOutcome::waiting(Duration{0});
-}
-
 }  // namespace
 
 StepOutcome update_template_step(StepContext& ctx) {
@@ -98,7 +71,16 @@ StepOutcome update_template_step(StepContext& ctx) {
   const ObjectRef cm_ref = definition_ref(ctx.op);
   auto config_map = get_optional(ctx, cm_ref);
   if (!config_map) return config_map.error();
-  if (ctx.statefulset.is_null()) return create_from_definition(ctx, *config_map);
+  if (ctx.statefulset.is_null()) {
+    // Step 4.
+    if (ctx.op.statefulset_recreated) {
+      // Someone deleted the object stsresize created; re-creating it again would undo them.
+      return StepOutcome::transient(to_string(statefulset_ref(ctx.op)) +
+                                    " was deleted after it was re-created");
+    }
+    return create_from_definition(ctx, *config_map,
+                                  "created again with the new volumeClaimTemplates");
+  }
 
   auto uid = k8s::uid(ctx.statefulset);
   if (!uid) return malformed(uid.error());
