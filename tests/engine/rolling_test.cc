@@ -346,3 +346,45 @@ TEST_F(WhenScaledDelete, ARollingResizeCompletesWithoutScaling) {
 
 }  // namespace
 }  // namespace stsresize
+
+namespace stsresize {
+namespace {
+
+using namespace testing;
+
+// A person (or a GitOps tool) scales the StatefulSet up while an ordinal is copied: its paused
+// controller ignores it, the resume keeps it (the definition is saved from the live object), and
+// no byte of the planned claims is lost.
+TEST(RollingPeople, AScaleUpWhileAnOrdinalIsCopiedIsKeptAndLosesNothing) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false);
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = "rolling";
+  });
+  MemoryJournal journal;
+  Reconciler reconciler{world.kube, journal, world.clock, world.events, EngineSettings{}};
+  reconcile_until(reconciler, world,
+                  {"ordinal 2 copied",
+                   [&](const ReconcileResult&) {
+                     auto op = read_operation(world.live_sts());
+                     return op && op->has_value() && (*op)->rolling_ordinal() == 2 &&
+                            (*op)->phase == Phase::BackingUp;
+                   }},
+                  {.limit = 400});
+  Json live = world.live_sts();
+  live["spec"]["replicas"] = kReplicas + 1;
+  ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
+  reconcile_to_idle(reconciler, world, 800);
+  for (const std::string& name : world.claim_names()) {
+    auto pvc = world.kube.get_raw(world.claim(name));
+    ASSERT_TRUE(pvc) << name;
+    EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("2Gi")) << name;
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name)) << name;
+  }
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas + 1);
+  world.settle(6);
+  EXPECT_EQ(world.ready_replicas(), kReplicas + 1);
+}
+
+}  // namespace
+}  // namespace stsresize
