@@ -18,7 +18,14 @@
 #      ScalingBack, CleaningUp, Completed, Failed and no phase: raising them passes, both ways;
 #   5. stsresize.dev/advance: signed "by" another user, refused (create and update); by the
 #      requester, passes; two "by" members or a backslash, refused; removal passes; the
-#      ServiceAccount writes or removes one in anyone's name.
+#      ServiceAccount writes or removes one in anyone's name;
+#   6. a StatefulSet paused by the rolling strategy (the finalizer stsresize.dev/rolling, deleted
+#      with propagation Background; phase BackingUp): removing the finalizer by a JSON patch, a
+#      merge patch or `kubectl replace` of the object without it is refused with why and how to
+#      abort, and the object stays; changing its replicas passes (by patch and /scale: a paused
+#      set starts nothing), annotation edits pass, an orphan delete passes and the garbage
+#      collector's removal of its own finalizer `orphan` passes; the ServiceAccount removes the
+#      finalizer and the object goes.
 # On a private control plane (no node simulator, up in seconds), not the fixture's: the
 # policies are cluster-wide objects, and kube-apiserver (1.37 included) stops for good the watch
 # that feeds a policy's parameters of a built-in kind once no binding uses that kind
@@ -300,3 +307,40 @@ passes k annotate statefulset web --overwrite "stsresize.dev/advance=$(request "
 passes sa annotate statefulset web stsresize.dev/advance-
 [[ -z $(advance) ]] || fail "the request was not removed by the ServiceAccount"
 ok "the ServiceAccount carries or removes a request in anyone's name"
+
+step "a StatefulSet paused by the rolling strategy: only the controller removes its finalizer"
+passes sa patch statefulset web --type=json -p '[{"op":"add","path":"/metadata/finalizers","value":["stsresize.dev/rolling"]}]'
+phase BackingUp
+passes k delete statefulset web --wait=false
+[[ -n $(jp statefulset/web '{.metadata.deletionTimestamp}') ]] || fail "statefulset/web is not being deleted"
+finalizers() { jp statefulset/web '{.metadata.finalizers}'; }
+paused="stsresize has paused StatefulSet $ns/web (phase BackingUp) to copy the volumes of one replica"
+refused "$paused" k patch statefulset web --type=json -p '[{"op":"remove","path":"/metadata/finalizers/0"}]'
+[[ $out == *"stsresize removes it itself when it resumes the set"*"run \`stsresize advance $ns/web --abort\`"* ]] ||
+  fail "no resume or abort advice: $out"
+ok "a JSON patch removing it: ${out#*denied request: }"
+refused "$paused" k patch statefulset web --type=merge -p '{"metadata":{"finalizers":null}}'
+k get statefulset web -o json | jq 'del(.metadata.finalizers)' >"$work/replace.json"
+refused "$paused" k replace -f "$work/replace.json"
+[[ $(finalizers) == *stsresize.dev/rolling* ]] || fail "the finalizer is gone: $(finalizers)"
+ok "a merge patch and kubectl replace without it: refused; the finalizer and the object stay"
+passes patch_to 3
+eventually passes 30 scale_to 2 --dry-run=server
+passes scale_to 2
+[[ $(replicas) == 2 ]] || fail "replicas $(replicas), want 2"
+passes k annotate statefulset web --overwrite example.com/note=while-paused
+ok "paused in BackingUp: replicas 1 -> 3 by patch, 3 -> 2 by /scale, annotation edits: pass (the paused set starts nothing)"
+passes k delete statefulset web --cascade=orphan --wait=false
+deadline=$((SECONDS + 60))
+until [[ $(finalizers) == '["stsresize.dev/rolling"]' ]]; do
+  ((SECONDS < deadline)) || fail "the garbage collector did not take its finalizer off in 60 s: $(finalizers)"
+  sleep 0.3
+done
+ok "an orphan delete passes, and so does the garbage collector's removal of its finalizer orphan"
+passes sa patch statefulset web --type=json -p '[{"op":"remove","path":"/metadata/finalizers/0"}]'
+deadline=$((SECONDS + 30))
+while k get statefulset web >/dev/null 2>&1; do
+  ((SECONDS < deadline)) || fail "statefulset/web still there 30 s after the ServiceAccount removed the finalizer"
+  sleep 0.3
+done
+ok "the ServiceAccount removes the finalizer: the object goes"
