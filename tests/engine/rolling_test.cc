@@ -352,38 +352,181 @@ namespace {
 
 using namespace testing;
 
-// A person (or a GitOps tool) scales the StatefulSet up while an ordinal is copied: its paused
-// controller ignores it, the resume keeps it (the definition is saved from the live object), and
-// no byte of the planned claims is lost.
-TEST(RollingPeople, AScaleUpWhileAnOrdinalIsCopiedIsKeptAndLosesNothing) {
+// What people and their tools do to a StatefulSet while one of its ordinals is copied (the set
+// paused: being deleted, held by stsresize.dev/rolling): scale it, delete it and apply it again,
+// edit the annotations. None of it may cost a byte of the planned claims or stop the roll.
+class RollingPeople : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    world.seed(/*expandable=*/false);
+    world.kube.mutate_raw(world.sts(), [](Json& live) {
+      live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = "rolling";
+    });
+  }
+
+  std::optional<Operation> state() const {
+    auto sts = world.kube.get_raw(world.sts());
+    if (!sts) return std::nullopt;
+    auto op = read_operation(*sts);
+    return op && op->has_value() ? std::optional<Operation>{**op} : std::nullopt;
+  }
+
+  // Until ordinal `ordinal` is in `phase` (its StatefulSet paused from StoppingReplica's end to
+  // StartingReplica's start).
+  void run_until(int ordinal, Phase phase) {
+    reconcile_until(reconciler, world,
+                    {"ordinal " + std::to_string(ordinal) + " in " + std::string{to_string(phase)},
+                     [&](const ReconcileResult&) {
+                       auto op = state();
+                       return op && op->rolling_ordinal() == ordinal && op->phase == phase;
+                     }},
+                    {.limit = 400});
+    ASSERT_TRUE(world.live_sts()["metadata"].contains("deletionTimestamp")) << "not paused";
+  }
+
+  // kubectl apply of the StatefulSet's manifest onto the live object: its spec (3 replicas, the
+  // templates as they are now) and its own annotations; the fields it does not name (finalizers,
+  // stsresize's annotations) stay, as with a three-way merge or a server-side apply.
+  void apply_manifest() {
+    Json live = world.live_sts();
+    live["spec"]["replicas"] = kReplicas;
+    live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}";
+    ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
+  }
+
+  void scale_to(int replicas) {
+    Json live = world.live_sts();
+    live["spec"]["replicas"] = replicas;
+    ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
+  }
+
+  std::string pod_uid(const std::string& name) const {
+    auto pod = world.kube.get_raw(ObjectRef{Kind::Pod, kNs, name});
+    return pod ? (*pod)["metadata"].value("uid", "") : "";
+  }
+
+  // Every planned claim at 2Gi with its files, nothing of the operation left, the set running.
+  void expect_completed_with_data() {
+    EXPECT_FALSE(state()) << "operation still annotated: " << to_string(state()->phase) << " "
+                          << state()->failure;
+    for (const std::string& name : world.claim_names()) {
+      auto pvc = world.kube.get_raw(world.claim(name));
+      ASSERT_TRUE(pvc) << name;
+      EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("2Gi")) << name;
+      EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name))
+          << name;
+      EXPECT_FALSE(world.kube.get_raw(world.claim(naming::backup_claim(name)))) << name;
+    }
+    const Json sts = world.live_sts();
+    EXPECT_FALSE(sts["metadata"].contains("deletionTimestamp"));
+    EXPECT_TRUE(sts["metadata"].value("finalizers", Json::array()).empty());
+  }
+
   ResizeWorld world;
-  world.seed(/*expandable=*/false);
-  world.kube.mutate_raw(world.sts(), [](Json& live) {
-    live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = "rolling";
-  });
   MemoryJournal journal;
   Reconciler reconciler{world.kube, journal, world.clock, world.events, EngineSettings{}};
-  reconcile_until(reconciler, world,
-                  {"ordinal 2 copied",
-                   [&](const ReconcileResult&) {
-                     auto op = read_operation(world.live_sts());
-                     return op && op->has_value() && (*op)->rolling_ordinal() == 2 &&
-                            (*op)->phase == Phase::BackingUp;
-                   }},
-                  {.limit = 400});
-  Json live = world.live_sts();
-  live["spec"]["replicas"] = kReplicas + 1;
-  ASSERT_TRUE(world.kube.system().update(Kind::StatefulSet, live));
+};
+
+// A scale-up while an ordinal is copied: the paused controller ignores it, the resume keeps it
+// (the definition is saved from the live object), and no byte of the planned claims is lost.
+TEST_F(RollingPeople, AScaleUpWhileAnOrdinalIsCopiedIsKeptAndLosesNothing) {
+  run_until(2, Phase::BackingUp);
+  scale_to(kReplicas + 1);
   reconcile_to_idle(reconciler, world, 800);
-  for (const std::string& name : world.claim_names()) {
-    auto pvc = world.kube.get_raw(world.claim(name));
-    ASSERT_TRUE(pvc) << name;
-    EXPECT_EQ(*k8s::requested_storage(*pvc), *Quantity::parse("2Gi")) << name;
-    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files.at(name)) << name;
-  }
+  expect_completed_with_data();
   EXPECT_EQ(world.live_sts()["spec"]["replicas"], kReplicas + 1);
   world.settle(6);
   EXPECT_EQ(world.ready_replicas(), kReplicas + 1);
+}
+
+// A scale-down below the ordinal being copied: the resume keeps the count asked for, so no replica
+// of that ordinal (nor of the next one) starts again; the roll does not wait for one, and still
+// resizes every planned claim, whose data stays for a later scale-up.
+TEST_F(RollingPeople, AScaleDownBelowTheOrdinalEndsAtTheCountAskedForWithEveryClaimResized) {
+  run_until(2, Phase::BackingUp);
+  scale_to(1);
+  reconcile_to_idle(reconciler, world, 800);
+  expect_completed_with_data();
+  EXPECT_EQ(world.live_sts()["spec"]["replicas"], 1);
+  world.settle(6);
+  EXPECT_EQ(world.ready_replicas(), 1);
+  EXPECT_FALSE(world.events.contains("ScaleUpTimeout"));
+}
+
+// kubectl delete sts web; kubectl apply -f web.yaml, mid-copy: the delete of an object already
+// being deleted changes nothing, the apply updates it in place (it cannot create it again while
+// it exists), and the pods of the other ordinals keep running throughout.
+TEST_F(RollingPeople, ADeleteAndApplyWhileAnOrdinalIsCopiedStopsNothing) {
+  run_until(2, Phase::Recreating);
+  const std::string web0 = pod_uid("web-0");
+  ASSERT_TRUE(world.kube.system().remove(world.sts()));
+  world.settle(3);
+  apply_manifest();
+  world.settle(3);
+  EXPECT_EQ(pod_uid("web-0"), web0);
+  reconcile_until(reconciler, world,
+                  {"ordinal 1 stopped",
+                   [&](const ReconcileResult&) {
+                     auto op = state();
+                     return op && op->rolling_ordinal() == 1 && op->phase == Phase::BackingUp;
+                   }},
+                  {.limit = 400});
+  EXPECT_EQ(pod_uid("web-0"), web0) << "ordinal 0 restarted before its turn";
+  reconcile_to_idle(reconciler, world, 800);
+  expect_completed_with_data();
+  world.settle(6);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+}
+
+// kubectl delete sts web --cascade=orphan, mid-copy: the API server switches the delete to
+// orphan, the garbage collector takes the set's owner reference off its pods; the roll resumes
+// the set as it would (its own Orphan delete is then a no-op) and adopts them.
+TEST_F(RollingPeople, AnOrphanDeleteWhileAnOrdinalIsCopiedIsResumedAsUsual) {
+  run_until(2, Phase::BackingUp);
+  const std::string web0 = pod_uid("web-0");
+  DeleteOptions orphan;
+  orphan.propagation = Propagation::Orphan;
+  ASSERT_TRUE(world.kube.system().remove(world.sts(), orphan));
+  world.settle(3);
+  reconcile_to_idle(reconciler, world, 800);
+  expect_completed_with_data();
+  world.settle(6);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
+}
+
+// The strategy annotation edited mid-roll: the operation keeps the strategy it planned with (an
+// all-at-once copy now would scale the set to 0 under the ordinals not yet copied).
+TEST_F(RollingPeople, TheStrategyEditedMidRollIsIgnoredUntilTheNextOperation) {
+  run_until(2, Phase::BackingUp);
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"][std::string{kStrategyAnnotation}] = "all-at-once";
+  });
+  reconcile_to_idle(reconciler, world, 800);
+  expect_completed_with_data();
+  for (const Mutation& m : world.kube.history()) {
+    if (m.actor != Actor::Client || m.ref.kind != Kind::StatefulSet) continue;
+    if (m.verb == Verb::Update || m.verb == Verb::Create) {
+      EXPECT_EQ(m.object["spec"].value("replicas", 0), kReplicas) << "scaled";
+    }
+  }
+}
+
+// The state annotations removed while the set is paused (a GitOps replace of the metadata): the
+// operation is continued from the journal, the same one, and completes.
+TEST_F(RollingPeople, TheStateRemovedWhilePausedIsContinuedFromTheJournal) {
+  run_until(1, Phase::Recreating);
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["metadata"]["annotations"].erase(std::string{kStateAnnotation});
+    live["metadata"]["annotations"].erase(std::string{kPhaseAnnotation});
+  });
+  reconcile_to_idle(reconciler, world, 800);
+  expect_completed_with_data();
+  EXPECT_EQ(world.events.with_reason("OperationRecovered").size(), 1u);
+  auto operations = journal.operations();
+  ASSERT_TRUE(operations);
+  EXPECT_EQ(operations->size(), 1u);
+  world.settle(6);
+  EXPECT_EQ(world.ready_replicas(), kReplicas);
 }
 
 }  // namespace
