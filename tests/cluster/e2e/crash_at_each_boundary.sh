@@ -26,27 +26,50 @@
 # - e2e_assert_resized (sizes, sha256 of every file, 3/3 Ready, templates, nothing left), and
 #   `stsresize replay` exits 0 with one operation, the one named by last-operation, Completed.
 # The crash points are printed last.
-#   crash_at_each_boundary.sh STSRESIZE_BINARY journal-kept|journal-lost [sim-fixed|sim-expandable]
+#   crash_at_each_boundary.sh STSRESIZE_BINARY journal-kept|journal-lost [sim-fixed|sim-expandable|rolling]
 # journal-lost deletes journal.db after every crash: the controller resumes from the cluster
 # alone (the journal then holds the last process's records, from its Resumed event).
 # sim-fixed (default) takes the copy path, sim-expandable the expansion path.
+# rolling: sim-fixed with stsresize.dev/strategy: rolling (states/rolling.h), one ordinal at a time
+# (StoppingReplica -> BackingUp -> Recreating -> Restoring -> StartingReplica -> CleaningUp, for
+# ordinals 2, 1, 0). Besides every transition at both positions, while the first ordinal is in
+# StoppingReplica or StartingReplica each process dies after its first write (after-write:1),
+# one act per process: the pause (the finalizer, the Background delete), the eviction, and the
+# resume (the Orphan delete, the definition's ConfigMap, the finalizer removed, the StatefulSet
+# created again, the ConfigMap deleted), each a boundary the journal does not mark. Then also:
+# at every instant (replaying a watch of the pods) at least 2 of the 3 pods Ready and not being
+# deleted; each pod replaced exactly once (2 uids per name); the StatefulSet created 5 times
+# (the request's re-create, then one per ordinal), no more; it ends not paused.
 mode=${2:?journal-kept or journal-lost}
 class=${3:-sim-fixed}
 [[ $mode == journal-kept || $mode == journal-lost ]] || {
   echo "mode must be journal-kept or journal-lost, not $mode" >&2
   exit 2
 }
-[[ $class == sim-fixed || $class == sim-expandable ]] || {
-  echo "the class must be sim-fixed or sim-expandable, not $class" >&2
+[[ $class == sim-fixed || $class == sim-expandable || $class == rolling ]] || {
+  echo "the class must be sim-fixed, sim-expandable or rolling, not $class" >&2
   exit 2
 }
+rolling=0
+if [[ $class == rolling ]]; then
+  rolling=1
+  class=sim-fixed
+fi
 # shellcheck source-path=SCRIPTDIR/../proof source=../proof/lib.sh
 source "$(dirname "$0")/../proof/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 # The path of an explicit request, as the failpoint names the transitions.
-if [[ $class == sim-fixed ]]; then
+if ((rolling)); then
+  transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> PreCopying"
+    "PreCopying -> StoppingReplica" "StoppingReplica -> BackingUp" "BackingUp -> Recreating"
+    "Recreating -> Restoring" "Restoring -> StartingReplica" "StartingReplica -> CleaningUp"
+    "CleaningUp -> StoppingReplica" "CleaningUp -> Completed")
+  # The acts of the pause and the resume, each hit by after-write in the first ordinal.
+  acts=("update StatefulSet" "delete StatefulSet" "evict Pod" "create ConfigMap" "create StatefulSet"
+    "delete ConfigMap")
+elif [[ $class == sim-fixed ]]; then
   transitions=("Pending -> UpdatingTemplate" "UpdatingTemplate -> Planning" "Planning -> PreCopying"
     "PreCopying -> ScalingDown" "ScalingDown -> BackingUp" "BackingUp -> Recreating" "Recreating -> Restoring"
     "Restoring -> ScalingUp" "ScalingUp -> CleaningUp" "CleaningUp -> Completed")
@@ -69,6 +92,12 @@ completed() {
 
 step "StatefulSet web: 3 replicas, claims of 1Gi on $class, random data in every volume"
 e2e_statefulset web "$class" 3
+if ((rolling)); then
+  k annotate statefulset web stsresize.dev/strategy=rolling >/dev/null
+  # A failure would leave the finalizer holding the namespace's deletion: removed last.
+  # shellcheck disable=SC2016 # expanded at exit
+  on_exit 'k patch statefulset web --type merge -p '\''{"metadata":{"finalizers":null}}'\'' >/dev/null 2>&1; true'
+fi
 pod_uids_before=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
 ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken on the host"
 
@@ -83,6 +112,13 @@ for kind in pvc jobs statefulsets; do
     >>"$work/watch-$kind" 2>>"$work/watch-errors" &
   watchers+=("$!")
 done
+if ((rolling)); then
+  # "type name uid deleting ready" of every pod change: what Ready was at every instant.
+  k get pods -l app=web --watch --output-watch-events \
+    -o jsonpath='{.type} {.object.metadata.name} {.object.metadata.uid} {.object.metadata.deletionTimestamp}x {.object.status.conditions[?(@.type=="Ready")].status}x{"\n"}' \
+    >>"$work/pods" 2>>"$work/watch-errors" &
+  watchers+=("$!")
+fi
 # shellcheck disable=SC2016 # expanded at exit
 on_exit 'for p in "${watchers[@]}"; do kill "$p" 2>/dev/null; done; true'
 
@@ -90,11 +126,24 @@ step "request 2Gi through the annotation; crash the controller at each boundary 
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 crashes=0
 points=()
+boundaries=0   # crashes at after-journal or after-annotation: they alternate
+first_round=1  # rolling: the first ordinal not yet past StartingReplica
+writing=0      # rolling, first ordinal: in StoppingReplica or StartingReplica (after-write)
 while ! completed; do
-  ((crashes < 40)) || fail "still not completed after $crashes crashes: ${points[*]}"
-  position=${positions[crashes % 2]}
-  log=run-$crashes.log
+  ((crashes < 120)) || fail "still not completed after $crashes crashes: ${points[*]}"
   before=$(phase_now)
+  position=${positions[boundaries % 2]}
+  [[ $before == CleaningUp ]] && first_round=0
+  if ((rolling && first_round)); then
+    # No phase in between: the object gone for a moment while the resume creates it again.
+    if [[ $before == StoppingReplica || $before == StartingReplica ]]; then
+      writing=1
+    elif [[ -n $before ]]; then
+      writing=0
+    fi
+    ((writing)) && position=after-write
+  fi
+  log=run-$crashes.log
   STSRESIZE_FAILPOINT=$position:1 e2e_start_controller "$log"
   pid=$controller_pid
   # bash reports a job killed by a signal ("Killed") when it reaps it: keep that out of the
@@ -110,6 +159,18 @@ while ! completed; do
   ((status == 137)) || fail "run $crashes ($position:1) exited $status, not 137 (SIGKILL): $(tail -n 30 "$work/$log")"
   at=$(grep -F '"failpoint fired"' "$work/$log" | jq -r .at) || true
   [[ -n $at ]] || fail "run $crashes died of SIGKILL without announcing the failpoint: $(tail -n 30 "$work/$log")"
+  if [[ $position == after-write ]]; then
+    # "after-write:1 <verb> <Kind> <ns>/<name>[ (phase P, finalizers F)]": one act per process
+    # (a restart that wrote the same thing first every time would never get further: the bound
+    # on the crashes above ends it).
+    read -r _ verb kind object _ <<<"$at"
+    points+=("after-write $verb $kind")
+    note "crash $((crashes + 1)): after-write $verb $kind $object in ${before:-no phase (no StatefulSet)} (annotation $(phase_now); ${SECONDS}s so far)"
+    crashes=$((crashes + 1))
+    if [[ $mode == journal-lost ]] && ! completed; then rm -f "$work/journal.db" "$work/journal.db-wal" "$work/journal.db-shm"; fi
+    continue
+  fi
+  boundaries=$((boundaries + 1))
   # "after-journal:1 operation <id>: A -> B" or "after-annotation:1 StatefulSet <ns>/web: A -> B";
   # the annotation's A or B is "(none)" at the ends: Pending and Completed.
   transition=${at##*: }
@@ -148,6 +209,12 @@ for t in "${transitions[@]}"; do
   done
 done
 ok "${#transitions[@]} transitions x ${#positions[@]} positions, $crashes crashes"
+if ((rolling)); then
+  for a in "${acts[@]}"; do
+    crashed_at "after-write $a" || fail "no crash after-write $a; crashes: $(printf '%s; ' "${points[@]}")"
+  done
+  ok "and after each act of the pause and the resume: ${acts[*]}"
+fi
 
 step "nothing created twice"
 for p in "${watchers[@]}"; do kill -0 "$p" 2>/dev/null || fail "a watch ended early: $(cat "$work/watch-errors")"; done
@@ -162,14 +229,29 @@ twice=$(uids Job | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 1) print c }')
 if [[ $class == sim-fixed ]]; then recreated=2; else recreated=1; fi
 twice=$(uids PersistentVolumeClaim | awk -v max=$recreated '$1 !~ /stsresize/ { n[$1]++ } END { for (c in n) if (n[c] > max) print c }')
 [[ -z $twice ]] || fail "source claims created more than $recreated time(s): $twice"
-twice=$(uids StatefulSet | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 2) print c }')
-[[ -z $twice ]] || fail "the StatefulSet was re-created more than once"
+if ((rolling)); then
+  sts_uids=$(uids StatefulSet | wc -l)
+  ((sts_uids == 5)) || fail "$sts_uids StatefulSet uids, want 5 (the first, the request's re-create, one per ordinal): $(uids StatefulSet | paste -sd' ')"
+  pod_uids=$(awk '$1 == "ADDED" { print $2, $3 }' "$work/pods" | sort -u)
+  [[ $(awk '{ n[$1]++ } END { for (p in n) printf "%s=%d ", p, n[p] }' <<<"$pod_uids" | tr ' ' '\n' | sort | paste -sd' ') == "web-0=2 web-1=2 web-2=2" ]] ||
+    fail "each pod must be replaced exactly once (2 uids per name): $(paste -sd' ' <<<"$pod_uids")"
+  # Ready pods at every instant: an event's pod state replaces that pod's previous one.
+  min_ready=$(awk '{ name = $2; if ($1 == "DELETED") delete ready[name]; else ready[name] = ($4 == "x" && $5 == "Truex")
+      n = 0; for (p in ready) n += ready[p]; if (NR > 3 && (min == "" || n < min)) min = n } END { print min }' "$work/pods")
+  ((min_ready >= 2)) || fail "only $min_ready pods Ready at some instant (want at least 2 of 3): $(cat "$work/pods")"
+  [[ -z $(jp statefulset/web '{.metadata.deletionTimestamp}') && $(jp statefulset/web '{.metadata.finalizers}') != *stsresize.dev/rolling* ]] ||
+    fail "the StatefulSet is still paused at the end"
+  ok "5 StatefulSet uids; each pod replaced exactly once; at least $min_ready of 3 pods Ready at every instant; not paused"
+else
+  twice=$(uids StatefulSet | awk '{ n[$1]++ } END { for (c in n) if (n[c] > 2) print c }')
+  [[ -z $twice ]] || fail "the StatefulSet was re-created more than once"
+fi
 backups=$(uids PersistentVolumeClaim | awk '$1 ~ /stsresize/' | wc -l)
 jobs=$(uids Job | wc -l)
 if [[ $class == sim-fixed ]]; then
   pre_copies=$(uids Job | awk '$1 ~ /-stsresize-precopy$/' | wc -l)
   ((backups == 3 && jobs == 6 && pre_copies == 3)) || fail "want 3 backup claims and 6 Jobs (the rebind path: a pre-copy and one copy per claim), each created once; saw $backups claims, $jobs Jobs of which $pre_copies pre-copies"
-  ok "3 backup claims, 3 pre-copy and 3 copy Jobs (one copy per claim), each created once; each source claim and the StatefulSet re-created once"
+  ok "3 backup claims, 3 pre-copy and 3 copy Jobs (one copy per claim), each created once; each source claim re-created once$( ((rolling)) || echo ', and the StatefulSet')"
 else
   ((backups == 0 && jobs == 0)) || fail "expansion created $backups backup claims and $jobs Jobs"
   pod_uids_after=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.uid} {end}')
