@@ -16,6 +16,9 @@
 #   copy-cold      copy with the StatefulSet annotated stsresize.dev/pre-copy=false: no warm
 #                  pre-copy (PreCopying), the whole copy with the replicas stopped, as before
 #                  the pre-copy existed: the baseline of the pre-copy's figures (issue #18)
+#   rolling        copy with the StatefulSet annotated stsresize.dev/strategy=rolling: after the
+#                  warm pre-copy, one replica at a time is stopped (evicted), its delta copied and
+#                  its claim rebound, and started again, while the others keep serving (issue #18)
 #   two-copies     sim-fixed, the controller started with --no-rebind: the two-copy path (backup,
 #                  recreate the claim empty, copy back)
 #   expansion      sim-expandable: the claims expanded in place
@@ -25,6 +28,11 @@
 #                  asks for more than its claims). It backs every claim up into a new claim,
 #                  deletes and re-creates the claim at 2Gi and copies back (rsync Jobs), all
 #                  claims at once, polling every 10 s
+#
+# The replicas are applications that keep writing (tests/cluster/manifests/statefulset-writer.yaml):
+# every 0.1 s a file of their volume, app/last, rewritten, and a line with the time once written.
+# The data checks leave app/ out (what the writers wrote last is in it, by design different from
+# before); every other file's sha256 must be as before.
 #
 # Prints a table, one column per path:
 #
@@ -43,6 +51,15 @@
 #                                    and time with fewer Ready pods, from a watch of the pods
 #                                    (the re-created StatefulSet object reports 0 ready for a
 #                                    moment while its pods keep running)
+#   Ready pods, minimum              the fewest pods Ready at any instant from the request on
+#                                    (the pod watch)
+#   per-replica unavailability       per pod, the time it was not Ready (or absent) from the
+#                                    request on; the longest of the replicas'
+#   writers' largest gap             the largest gap between two writes of one replica, from its
+#                                    own output (every incarnation of the pod): of any replica at
+#                                    any time, and of a replica while it was not itself stopped
+#                                    (gaps overlapping that replica's own unavailability left
+#                                    out): what the replicas still serving saw
 #   time per phase, total            from the journal (`stsresize replay -o json`: the time of
 #                                    each phase change); total = request (annotation written, or
 #                                    the orphan delete started) -> completed as seen by this
@@ -91,14 +108,14 @@
 # the path the journal says was taken (Rebind, Copy with "not rebind: ...", Expand), the copy
 # Jobs that ran (copy: one backup Job per claim and no restore Job; two-copies: one of each per
 # claim; expansion: none; a pre-copy Job per claim on the copy paths but copy-cold), the rsync
-# logs found for each, bytes copied per byte of data, pre-copies included (copy 0.95 to 1.05,
-# two-copies 1.95 to 2.05, expansion 0), no claim, Job or ConfigMap left, no
+# logs found for each, bytes copied per byte of data, pre-copies included (copy and rolling 0.95
+# to 1.05, two-copies 1.95 to 2.05, expansion 0; plus what --churn rewrote, once per copy), no claim, Job or ConfigMap left, no
 # PersistentVolume left of the old claims or of the copies nor a new one without a claimRef
 # (the PV controller deletes released volumes asynchronously: waited for, up to 120 s), the
 # volumes' reclaim policy back to what it was.
 #
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
-#                                 [--paths copy,copy-cold,copy-template,two-copies,expansion,vshn]
+#                                 [--paths copy,copy-cold,copy-template,rolling,two-copies,expansion,vshn]
 #                                 [--poll-interval DURATION] [--peer DIR] [--churn SECONDS]
 #                                 [--controller-args 'ARGS']
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
@@ -166,8 +183,8 @@ if [[ -n $peer_dir ]]; then
   have_path vshn || path_list+=(vshn)
 fi
 for p in "${path_list[@]}"; do
-  [[ $p == copy || $p == copy-cold || $p == copy-template || $p == two-copies || $p == expansion || $p == vshn ]] ||
-    { echo "resize_figures: unknown path '$p' in --paths (copy, copy-cold, copy-template, two-copies, expansion, vshn)" >&2; exit 2; }
+  [[ $p == copy || $p == copy-cold || $p == copy-template || $p == rolling || $p == two-copies || $p == expansion || $p == vshn ]] ||
+    { echo "resize_figures: unknown path '$p' in --paths (copy, copy-cold, copy-template, rolling, two-copies, expansion, vshn)" >&2; exit 2; }
   [[ $p != vshn || -n $peer_dir ]] || { echo "resize_figures: the vshn path needs --peer DIR" >&2; exit 2; }
 done
 
@@ -204,6 +221,12 @@ source "$repo/tests/cluster/proof/lib.sh"
 source "$repo/tests/cluster/e2e/lib.sh"
 # shellcheck disable=SC2034 # read by proof/lib.sh
 test_name=resize_figures
+# The writers' file app/ is left out of every data check (see above); the rest as e2e's.
+e2e_checksums() {
+  local dir
+  dir=$(pv_dir "$1")
+  (cd "$dir" && find . -type f ! -name id ! -name marker ! -path './app/*' -print0 | sort -z | xargs -0 sha256sum)
+}
 
 # add_data NAME N MIB: MIB more MiB of random data (1 MiB files under bulk/) in each of the N
 # volumes of NAME, written on the host; the checksums in $work/before-NAME-<i> taken again.
@@ -430,6 +453,7 @@ measure_path() {
   case $path in
     copy) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
     copy-cold) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
+    rolling) class=sim-fixed want_path=Rebind want_jobs="1 0" ;;
     copy-template) class=sim-fixed want_path=Rebind want_jobs="1 0" trigger=template ;;
     two-copies) class=sim-fixed want_path=Copy want_jobs="1 1" extra=(--no-rebind) ;;
     expansion) class=sim-expandable want_path=Expand want_jobs="0 0" ;;
@@ -438,8 +462,9 @@ measure_path() {
   esac
   use_namespace
   step "$path path ($class, $controller, $trigger trigger): StatefulSet web, $replicas replicas of 1Gi, $data_mib MiB of random data each"
-  e2e_statefulset web "$class" "$replicas"
+  e2e_statefulset web "$class" "$replicas" statefulset-writer.yaml
   [[ $path == copy-cold ]] && k annotate statefulset web stsresize.dev/pre-copy=false >/dev/null
+  [[ $path == rolling ]] && k annotate statefulset web stsresize.dev/strategy=rolling >/dev/null
   add_data web "$replicas" "$data_mib"
   ok "$(wc -l <"$work/before-web-0") files per volume, checksums taken"
   # The volumes before, and their reclaim policy: what it must be again at the end.
@@ -518,7 +543,7 @@ measure_path() {
     k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
   else
     k delete statefulset web --cascade=orphan --wait=true >/dev/null
-    apply_manifest statefulset.yaml NAME=web REPLICAS="$replicas" POD_MANAGEMENT=Parallel \
+    apply_manifest statefulset-writer.yaml NAME=web REPLICAS="$replicas" POD_MANAGEMENT=Parallel \
       STORAGE_CLASS="$class" SIZE=2Gi
   fi
   local completed=1
@@ -694,10 +719,16 @@ measure_path() {
   # Byte counts, not timings: the rebind path copies each byte once, the two-copy path twice.
   local bounds
   case $path in
-    copy | copy-cold | copy-template) bounds="0.95 1.05" ;;
+    copy | copy-cold | copy-template | rolling) bounds="0.95 1.05" ;;
     two-copies | vshn) bounds="1.95 2.05" ;;
     expansion) bounds="0 0" ;;
   esac
+  # The --churn writer's rewrites are new bytes to copy again (once per copy): allowed on top.
+  if [[ -n $churn_pid && -s $work/churned ]]; then
+    bounds=$(awk -v b="$bounds" -v n="$(cat "$work/churned")" -v r="$replicas" -v d="$bytes_data" \
+      'BEGIN { split(b, x, " "); extra = d ? n * r * 1048576 / d : 0
+               copies = (x[2] > 1.5) ? 2 : 1; printf "%s %.2f", x[1], x[2] + copies * extra }')
+  fi
   if ! awk -v c="$bytes_copied" -v d="$bytes_data" -v lo="${bounds% *}" -v hi="${bounds#* }" \
     'BEGIN { r = d ? c / d : 0; exit !(r >= lo && r <= hi) }'; then
     local why="$bytes_copied bytes copied for $bytes_data of data, not ${bounds% *} to ${bounds#* } per byte"
@@ -721,6 +752,7 @@ measure_path() {
            ready = 0; for (p in r) ready += r[p]
            prev = t; have = 1 }
          END { printf "%.1f", down }' "$pod_watch")"
+  availability_figures
 
   # Time per phase, from the journal (stsresize's only: vshn's controller journals nothing).
   [[ $controller == vshn ]] || journal_figures
@@ -737,6 +769,52 @@ measure_path() {
     sleep 1
   done
   ns=''
+}
+
+# availability_figures (in measure_path's scope): Ready pods, per-replica unavailability and the
+# writers' gaps (see the header), from the pod watch and the writers' output.
+availability_figures() {
+  local outages=$work/outages-$path.txt writes=$work/writes-$path.txt i f
+  # "pod start end" of each interval from t0 to t1 a pod was not Ready or absent; and the
+  # fewest Ready at any instant (last line, "min N").
+  awk -v t0="$t0" -v t1="$t1" '
+    function count(  p, n) { n = 0; for (p in up) n += up[p]; return n }
+    { t = $1; name = $3; ready = ($2 != "DELETED" && $4 == "True")
+      if (t < t0) { up[name] = ready; next }
+      if (!started) { started = 1; min = count() }
+      if ((name in up) && up[name] && !ready) down_since[name] = t
+      else if (!(name in up) && !ready) down_since[name] = t
+      else if (ready && (name in down_since)) { print name, down_since[name], t; delete down_since[name] }
+      up[name] = ready
+      if (count() < min) min = count() }
+    END { for (p in down_since) print p, down_since[p], t1
+          if (!started) min = count()
+          print "min", min }' "$pod_watch" >"$outages"
+  record "Ready pods, minimum during the resize" "$path" "$(awk '$1 == "min" { print $2 }' "$outages")"
+  record "per-replica unavailability, longest (s)" "$path" "$(awk '$1 != "min" { d[$1] += $3 - $2 }
+      END { m = 0; for (p in d) if (d[p] > m) m = d[p]; printf "%.1f", m }' "$outages")"
+  # Every write of every incarnation of each replica, "pod time", by time.
+  : >"$writes"
+  for ((i = 0; i < replicas; i++)); do
+    for f in "$nodesim_dir/pods/${ns}_web-$i/main.log" "$nodesim_dir/pods/.old/${ns}_web-$i."*/main.log; do
+      [[ -f $f ]] && awk -v p="web-$i" '$1 == "write" { print p, $2 }' "$f" >>"$writes"
+    done
+  done
+  [[ -s $writes ]] || fail "$path: no write found in the replicas' output ($nodesim_dir/pods/${ns}_web-*/main.log)"
+  sort -k1,1 -k2,2n -o "$writes" "$writes"
+  # Gaps between consecutive writes of one replica within [t0, t1]; "serving": not overlapping
+  # an interval the replica was itself unavailable.
+  local gaps
+  gaps=$(awk -v t0="$t0" -v t1="$t1" '
+      FNR == NR { if ($1 != "min") { n = ++out[$1]; os[$1, n] = $2; oe[$1, n] = $3 } next }
+      $2 < t0 || $2 > t1 { last[$1] = $2; next }
+      { p = $1; if (p in last) { a = last[p]; b = $2; g = b - a; if (g > any) any = g
+          mine = 0; for (k = 1; k <= out[p]; k++) if (a < oe[p, k] && b > os[p, k]) mine = 1
+          if (!mine && g > serving) serving = g }
+        last[p] = $2 }
+      END { printf "%.2f %.2f", any, serving }' "$outages" "$writes")
+  record "writers: largest gap, any replica (s)" "$path" "${gaps% *}"
+  record "writers: largest gap of a replica not itself stopped (s)" "$path" "${gaps#* }"
 }
 
 # journal_figures (in measure_path's scope): the path the journal says was taken, checked, and
@@ -758,7 +836,8 @@ journal_figures() {
   done < <(jq -r '
       def epoch: (.[0:19] + "Z" | fromdate) + ((.[19:] | capture("^\\.(?<f>[0-9]+)") | ("0." + .f | tonumber)) // 0);
       [.rows[] | select(.phaseBefore != .phaseAfter) | {phase: .phaseAfter, t: (.time | epoch)}] as $c
-      | range(0; ($c | length) - 1) | "\($c[.].phase) \(($c[. + 1].t - $c[.].t) * 10 | round / 10)"' \
+      | [range(0; ($c | length) - 1) | {phase: $c[.].phase, s: ($c[. + 1].t - $c[.].t)}]
+      | group_by(.phase)[] | "\(.[0].phase) \(map(.s) | add * 10 | round / 10)"' \
       "$work/replay-$path.json")
   record "total: journal, first to last record (s)" "$path" \
     "$(jq -r '.operations[0].durationMs / 1000 | . * 10 | round / 10' "$work/replay-$path.json")"
@@ -772,9 +851,11 @@ for r in requeue idle retry terminal; do rows+=("reconciles: $r"); done
 rows+=("copy Jobs (backup / restore)" "pre-copy Jobs" "data in the volumes (MiB, all claims)"
   "bytes copied while the replicas ran (MiB, pre-copies)" "bytes copied (MiB, rsync, all Jobs)"
   "bytes copied per byte of data" "downtime: readyReplicas < $replicas (s)"
-  "readyReplicas samples (watch events)" "downtime: Ready pods < $replicas (s)")
-for p in UpdatingTemplate Planning PreCopying ScalingDown BackingUp Recreating Restoring ScalingUp CleaningUp \
-  Expanding ScalingBack; do rows+=("phase $p (s)"); done
+  "readyReplicas samples (watch events)" "downtime: Ready pods < $replicas (s)"
+  "Ready pods, minimum during the resize" "per-replica unavailability, longest (s)"
+  "writers: largest gap, any replica (s)" "writers: largest gap of a replica not itself stopped (s)")
+for p in UpdatingTemplate Planning PreCopying ScalingDown StoppingReplica BackingUp Recreating Restoring \
+  StartingReplica ScalingUp CleaningUp Expanding ScalingBack; do rows+=("phase $p (s)"); done
 rows+=("total: journal, first to last record (s)" "total: request -> completed (s)"
   "controller CPU during the resize (s)" "controller RSS at the end / peak (MiB)"
   "resize checked (sizes, sha256 of every file, replicas)" "left behind after completion")
@@ -819,6 +900,18 @@ if [[ -n ${figure[bytes copied per byte of data|copy]:-} && -n ${figure[bytes co
     "$(ratio "phase BackingUp (s)" copy copy-cold)" \
     "$(ratio "total: request -> completed (s)" copy copy-cold)"
 fi
+for base in two-copies copy; do
+  if [[ -n ${figure[bytes copied per byte of data|rolling]:-} && -n ${figure[bytes copied per byte of data|$base]:-} ]]; then
+    echo
+    printf 'rolling / %s (all at once): per-replica unavailability %s, time with Ready pods < %s %s, total time %s; Ready pods at least %s (all at once: %s); writers of the replicas not stopped: largest gap %s s (all at once, any replica: %s s)\n' \
+      "$base" "$(ratio "per-replica unavailability, longest (s)" rolling "$base")" "$replicas" \
+      "$(ratio "downtime: Ready pods < $replicas (s)" rolling "$base")" \
+      "$(ratio "total: request -> completed (s)" rolling "$base")" \
+      "${figure[Ready pods, minimum during the resize|rolling]:-}" "${figure[Ready pods, minimum during the resize|$base]:-}" \
+      "${figure[writers: largest gap of a replica not itself stopped (s)|rolling]:-}" \
+      "${figure[writers: largest gap, any replica (s)|$base]:-}"
+  fi
+done
 if [[ -n ${figure[bytes copied per byte of data|copy-template]:-} && -n ${figure[bytes copied per byte of data|vshn]:-} ]]; then
   echo
   printf 'stsresize (copy-template) / vshn, same trigger: API requests per claim %s (GET %s), downtime %s (readyReplicas < %s), %s (Ready pods < %s), total time %s, RSS at the end %s\n' \

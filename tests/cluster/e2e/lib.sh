@@ -5,9 +5,11 @@
 #
 #   e2e_init STSRESIZE_BINARY        sets $stsresize and $work (a temporary directory, removed
 #                                    at exit); every controller started is SIGKILLed at exit
-#   e2e_statefulset NAME CLASS N     N replicas of 1Gi on CLASS, Parallel, Ready; then 200 small
+#   e2e_statefulset NAME CLASS N [MANIFEST]
+#                                    N replicas of 1Gi on CLASS, Parallel, Ready; then 200 small
 #                                    random files and 1 MiB per volume, written on the host;
-#                                    checksums in $work/before-NAME-<i>
+#                                    checksums in $work/before-NAME-<i>. MANIFEST: of
+#                                    tests/cluster/manifests, statefulset.yaml by default
 #   e2e_checksums CLAIM              sha256 of every file in the claim's volume (sorted)
 #   e2e_start_controller LOG [ARGS]  `stsresize run` on the namespace with $work/journal.db (unless
 #                                    ARGS gives --journal), metrics off (unless ARGS gives
@@ -74,8 +76,8 @@ e2e_checksums() {
 }
 
 e2e_statefulset() {
-  local name=$1 class=$2 replicas=$3 i dir f
-  apply_manifest statefulset.yaml NAME="$name" REPLICAS="$replicas" POD_MANAGEMENT=Parallel \
+  local name=$1 class=$2 replicas=$3 manifest=${4:-statefulset.yaml} i dir f
+  apply_manifest "$manifest" NAME="$name" REPLICAS="$replicas" POD_MANAGEMENT=Parallel \
     STORAGE_CLASS="$class" SIZE=1Gi
   k rollout status "statefulset/$name" --timeout=180s >/dev/null || fail "statefulset/$name did not become ready"
   for ((i = 0; i < replicas; i++)); do
