@@ -2,9 +2,7 @@
 // no pod of the set remains and the fence holds (states/fence.h): no pod of any owner mounts a
 // planned claim — no copy may start while anything still writes. A pod of another owner that
 // mounts one (a claim name that collides with another StatefulSet's) is a critical error: that
-// claim is not this StatefulSet's to copy or delete. A pod of the set itself there, once the live
-// list has found none left, is the pod cache (another watch than the StatefulSet's) not having
-// had its deletion yet: waited for.
+// claim is not this StatefulSet's to copy or delete.
 #include "states/fence.h"
 #include "states/step_support.h"
 
@@ -19,13 +17,6 @@ StepOutcome scale_down_step(StepContext& ctx) {
   auto breach = fence_breach(ctx, planned_claims(ctx.op));
   if (!breach) return breach.error();
   if (*breach) {
-    auto foreign = mounted_by_another_owner(ctx, planned_claims(ctx.op));
-    if (!foreign) return foreign.error();
-    if ((*breach)->kind == FenceBreach::Kind::Mounted && !foreign->has_value()) {
-      return StepOutcome::waiting(
-          ctx.settings.poll_interval,
-          "fence: " + describe(**breach) + " in the pod cache, gone from the live list");
-    }
     return StepOutcome::critical(describe(**breach) +
                                  " while the StatefulSet is at 0 replicas: the claim is in use by "
                                  "something else (a claim name shared with another StatefulSet?); "

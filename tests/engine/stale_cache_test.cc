@@ -218,50 +218,6 @@ TEST(StaleCacheSafety, NoSourceIsDeletedOnACachedViewOfAStatefulSetSomeoneScaled
   }
 }
 
-// ScalingDown reads the pods of the set live (none left) and the fence from the pod cache, fed by
-// another watch than the StatefulSet's: under load the cache can still hold a pod that is gone.
-// Seen in CI (Controller.ResizesADetectedStatefulSetFromWatchEventsAlone): Critical, "mounts
-// data-web-0 while the StatefulSet is at 0 replicas", the resize scaled back. A pod of the set
-// itself, after the live list said none is left, is the cache behind: ScalingDown waits for it.
-TEST(StaleCacheSafety, APodCacheBehindTheScaleDownIsWaitedForNotTakenForABreach) {
-  ResizeWorld world;
-  world.seed(/*expandable=*/false);
-  LaggingCaches caches{world.kube};
-  MemoryJournal journal;
-  Reconciler reconciler{caches.reads.live(), journal, world.clock,  world.events,
-                        EngineSettings{},    nullptr, &caches.reads};
-  auto phase = [&] {
-    const auto op = read_operation(world.live_sts());
-    return op && op->has_value() ? std::optional<Phase>{(*op)->phase} : std::nullopt;
-  };
-  for (int round = 0; round < 300; ++round) {
-    (void)reconciler.reconcile(kNs, kSts);
-    if (phase() == Phase::ScalingDown) break;
-    world.settle(2);
-    caches.refresh();
-  }
-  ASSERT_EQ(phase(), Phase::ScalingDown);
-  // The pods' cache stops here, with the 3 pods in it; the StatefulSet's keeps up.
-  for (int round = 0; round < 10; ++round) {
-    (void)reconciler.reconcile(kNs, kSts);
-    world.settle(3);
-    caches.refresh_statefulsets();
-  }
-  ASSERT_TRUE(phase());
-  EXPECT_EQ(*phase(), Phase::ScalingDown) << to_string(*phase());
-  EXPECT_FALSE(world.events.contains("ResizeFailed"));
-  for (int i = 0; i < kReplicas; ++i) {
-    EXPECT_FALSE(
-        world.kube.get_raw(ObjectRef{Kind::Pod, kNs, std::string{kSts} + "-" + std::to_string(i)}))
-        << "pod " << i << " did not go";
-  }
-  // The cache catches up: the resize goes on.
-  caches.refresh();
-  const ReconcileResult result = run_lagging(reconciler, world, caches, 1, 300);
-  ASSERT_TRUE(result.is(ReconcileResult::Kind::Idle)) << result.message;
-  expect_resized_with_every_file(world);
-}
-
 // What is decided on live reads (destroys_data): every delete of a claim, a volume or the
 // StatefulSet, and every change of a volume but one: its reclaim policy set to Retain, which
 // loses nothing whatever the view (the volume only outlives its claim). The rebind path journals
