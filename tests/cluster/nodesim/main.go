@@ -153,19 +153,21 @@ func run(opts options, log *slog.Logger) error {
 	if err := retryStartup(ctx, log, "creating storage classes", storage.EnsureStorageClasses); err != nil {
 		return err
 	}
+	// The faults are known before the nodes register, so that a restarted
+	// nodesim neither heartbeats a lost node nor recreates its deleted object.
+	faults.Start(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), faults.HasSynced) {
+		return errors.New("fault ConfigMap informer did not sync")
+	}
 	if err := retryStartup(ctx, log, "registering nodes", nodes.Register); err != nil {
 		return err
 	}
 
-	faults.Start(ctx)
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer cache for %v did not sync", typ)
 		}
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), faults.HasSynced) {
-		return errors.New("fault ConfigMap informer did not sync")
 	}
 
 	done := make(chan struct{})

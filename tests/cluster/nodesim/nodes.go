@@ -46,6 +46,7 @@ type NodeManager struct {
 
 	mu       sync.Mutex
 	lastBeat map[string]time.Time
+	gone     map[string]bool // lost nodes whose object was deleted (and not re-registered)
 }
 
 // NewNodeManager wires the node informer.
@@ -57,6 +58,7 @@ func NewNodeManager(client kubernetes.Interface, factory informers.SharedInforme
 		log:      log.With("component", "nodes"),
 		queue:    newQueue("nodes", 10*time.Second),
 		lastBeat: map[string]time.Time{},
+		gone:     map[string]bool{},
 	}
 	inf := factory.Core().V1().Nodes()
 	m.lister = inf.Lister()
@@ -145,13 +147,15 @@ func findNodeCondition(conds []v1.NodeCondition, t v1.NodeConditionType) *v1.Nod
 }
 
 // Register creates (or adopts) every node, posts a Ready status and creates
-// its lease.
+// its lease. A lost node (lostNodes) is adopted if its object exists, but it
+// is neither created nor heartbeated.
 func (m *NodeManager) Register(ctx context.Context) error {
 	for _, name := range m.names {
-		if err := m.register(ctx, name); err != nil {
+		lost := m.faults.Current().NodeLost(name)
+		if err := m.register(ctx, name, !lost); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
-		if !m.faults.Current().NodeLost(name) {
+		if !lost {
 			if err := m.heartbeat(ctx, name); err != nil {
 				return fmt.Errorf("node %s: %w", name, err)
 			}
@@ -160,9 +164,15 @@ func (m *NodeManager) Register(ctx context.Context) error {
 	return nil
 }
 
-func (m *NodeManager) register(ctx context.Context, name string) error {
+// register adopts the node object, or creates it if create is set. A missing
+// node that must not be created is remembered in m.gone and is no error.
+func (m *NodeManager) register(ctx context.Context, name string, create bool) error {
 	nodes := m.client.CoreV1().Nodes()
 	node, err := nodes.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && !create {
+		m.markGone(name)
+		return nil
+	}
 	if apierrors.IsNotFound(err) {
 		node, err = nodes.Create(ctx, &v1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: NodeLabels(name)},
@@ -174,6 +184,9 @@ func (m *NodeManager) register(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	delete(m.gone, name)
+	m.mu.Unlock()
 	// Adopted node (nodesim restarted): make sure the labels are there.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		missing := false
@@ -296,6 +309,9 @@ func (m *NodeManager) markLost(ctx context.Context, name string) error {
 	nodes := m.client.CoreV1().Nodes()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile; its delete event syncs it again
+		}
 		if err != nil {
 			return err
 		}
@@ -346,16 +362,30 @@ func hasNotReadyTaint(node *v1.Node) bool {
 	return false
 }
 
+// markGone records that a lost node's object is missing (logged once).
+func (m *NodeManager) markGone(name string) {
+	m.mu.Lock()
+	first := !m.gone[name]
+	m.gone[name] = true
+	m.mu.Unlock()
+	if first {
+		m.log.Info("lost node has no node object; not registering it while it is lost", "node", name)
+	}
+}
+
 func (m *NodeManager) sync(ctx context.Context, name string) error {
 	node, err := m.lister.Get(name)
 	if apierrors.IsNotFound(err) {
-		// Someone deleted the node: re-register, like a kubelet would.
-		m.log.Info("node object missing, re-registering", "node", name)
-		if err := m.register(ctx, name); err != nil {
-			return err
-		}
+		// Someone deleted the node. A healthy one re-registers, like a
+		// kubelet would; a lost one is a dead machine and stays deleted
+		// until it leaves lostNodes.
 		if m.faults.Current().NodeLost(name) {
+			m.markGone(name)
 			return nil
+		}
+		m.log.Info("node object missing, re-registering", "node", name)
+		if err := m.register(ctx, name, true); err != nil {
+			return err
 		}
 		return m.heartbeat(ctx, name)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,6 +56,9 @@ type Storage struct {
 	log         *slog.Logger
 	claims      workqueue.TypedRateLimitingInterface[string]
 	volumes     workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.Mutex
+	deferred map[string]bool // PVs whose reclaim waits for a lost node (logged once)
 }
 
 // NewStorage wires the StorageClass, PVC and PV informers.
@@ -71,6 +75,7 @@ func NewStorage(client kubernetes.Interface, factory informers.SharedInformerFac
 		log:         log.With("component", "storage"),
 		claims:      newQueue("claims", 10*time.Second),
 		volumes:     newQueue("volumes", 10*time.Second),
+		deferred:    map[string]bool{},
 	}
 	_, _ = factory.Storage().V1().StorageClasses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { s.enqueueAllClaims() },
@@ -162,11 +167,34 @@ func (s *Storage) Run(ctx context.Context) {
 	<-done
 }
 
-// FaultsChanged retries pending claims when failProvisioning changes.
+// FaultsChanged retries pending claims when failProvisioning changes, and
+// deferred reclaims when lostNodes changes.
 func (s *Storage) FaultsChanged(old, cur FaultSet) {
 	if !slices.Equal(old.FailProvisioning, cur.FailProvisioning) {
 		s.enqueueAllClaims()
 	}
+	if !slices.Equal(old.LostNodes, cur.LostNodes) {
+		pvs, _ := s.pvLister.List(labels.Everything())
+		for _, pv := range pvs {
+			s.volumes.Add(pv.Name)
+		}
+	}
+}
+
+// pvNode is the node a nodesim PV lives on: the hostname in its required
+// node affinity ("" if there is none).
+func pvNode(pv *v1.PersistentVolume) string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == v1.LabelHostname && e.Operator == v1.NodeSelectorOpIn && len(e.Values) == 1 {
+				return e.Values[0]
+			}
+		}
+	}
+	return ""
 }
 
 func claimClass(pvc *v1.PersistentVolumeClaim) string {
@@ -312,6 +340,20 @@ func (s *Storage) syncVolume(ctx context.Context, name string) error {
 	if pv.Spec.HostPath == nil {
 		return nil
 	}
+	if node := pvNode(pv); s.faults.Current().NodeLost(node) {
+		// The volume is on a lost node's disk: a deleter cannot reach it.
+		s.mu.Lock()
+		first := !s.deferred[pv.Name]
+		s.deferred[pv.Name] = true
+		s.mu.Unlock()
+		if first {
+			s.log.Info("released volume is on a lost node, reclaim deferred", "pv", pv.Name, "node", node)
+		}
+		return nil // retried when lostNodes changes
+	}
+	s.mu.Lock()
+	delete(s.deferred, pv.Name)
+	s.mu.Unlock()
 	dir := filepath.Clean(pv.Spec.HostPath.Path)
 	if dir != filepath.Join(s.volumesDir, pv.Name) {
 		s.log.Error("refusing to delete a volume directory outside the volumes dir", "pv", pv.Name, "path", dir)

@@ -259,3 +259,41 @@ func TestReclaimReleasedVolume(t *testing.T) {
 		t.Fatal("sanity")
 	}
 }
+
+func TestReclaimDeferredWhileNodeLost(t *testing.T) {
+	dir := t.TempDir()
+	pvDir := filepath.Join(dir, "pvc-1")
+	if err := os.MkdirAll(pvDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pv := releasedPV("pvc-1", pvDir)
+	pv.Spec.NodeAffinity = BuildPV(testPVC("c", ClassFixed, nil), StorageClasses()[0], "sim-node-1", pvDir).Spec.NodeAffinity
+	env := newTestEnv(t, pv)
+	s := NewStorage(env.client, env.factory, dir, testNodes, env.faults, env.recorder, env.log)
+	env.start(t)
+	env.faults.set(map[string]string{KeyLostNodes: "sim-node-1"})
+	if err := s.syncVolume(env.ctx, "pvc-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pvDir); err != nil {
+		t.Errorf("volume dir of a lost node removed: %v", err)
+	}
+	if _, err := env.client.CoreV1().PersistentVolumes().Get(env.ctx, "pvc-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("PV of a lost node deleted: %v", err)
+	}
+	// The node comes back: the change re-queues the volume, which is reclaimed.
+	s.FaultsChanged(env.faults.Current(), FaultSet{})
+	if s.volumes.Len() != 1 {
+		t.Errorf("volumes queued = %d, want 1", s.volumes.Len())
+	}
+	env.faults.set(nil)
+	if err := s.syncVolume(env.ctx, "pvc-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pvDir); !os.IsNotExist(err) {
+		t.Errorf("volume dir still exists (err=%v)", err)
+	}
+	if _, err := env.client.CoreV1().PersistentVolumes().Get(env.ctx, "pvc-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("PV not deleted (err=%v)", err)
+	}
+}
