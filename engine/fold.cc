@@ -105,6 +105,13 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
     return std::unexpected(type + " names ordinal " + std::to_string(ordinal) +
                            ", which is not in the drain");
   };
+  auto lost_claim_of = [&](const std::string& name) -> LostClaim* {
+    if (!op.lost) return nullptr;
+    for (LostClaim& c : op.lost->claims) {
+      if (c.claim == name) return &c;
+    }
+    return nullptr;
+  };
   auto claim_of = [&](const std::string& name) -> std::expected<ClaimPlan*, std::string> {
     if (ClaimPlan* claim = op.find_claim(name)) return claim;
     return std::unexpected(type + " names claim \"" + name + "\", which is not in the plan");
@@ -504,6 +511,17 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return {};
           },
           [&](const VolumeRetained& e) -> Result {
+            if (op.kind == OperationKind::Recovery) {
+              if (auto ok = in_phase(Phase::ReplacingVolume); !ok) return ok;
+              LostClaim* lost = lost_claim_of(e.claim);
+              if (lost == nullptr || e.role != VolumeRole::Source || e.volume != lost->volume ||
+                  e.policy.empty() || lost->deleted) {
+                return std::unexpected("VolumeRetained of " + e.claim + " (" + e.volume +
+                                       ") is not of a lost claim not yet deleted");
+              }
+              lost->policy = e.policy;
+              return {};
+            }
             if (auto ok = in_phase(Phase::Recreating); !ok) return ok;
             if (op.path != Path::Rebind)
               return std::unexpected("VolumeRetained off the rebind path");
@@ -593,6 +611,86 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             }
             return std::unexpected("DrainedClaimDeleted names claim \"" + e.claim +
                                    "\", which is not in the drain");
+          },
+          [&](const ReplicaLost& e) -> Result {
+            if (auto ok = in_phase(Phase::Pending); !ok) return ok;
+            if (op.kind != OperationKind::Recovery) {
+              return std::unexpected("ReplicaLost in an operation of kind " +
+                                     std::string{to_string(op.kind)});
+            }
+            if (op.lost) return std::unexpected("ReplicaLost twice");
+            if (e.lost.claims.empty() || e.lost.node.empty() || e.lost.any_deleted() ||
+                e.lost.pod_deleted || !e.lost.cancelled.empty() ||
+                std::ranges::any_of(e.lost.claims,
+                                    [](const LostClaim& c) { return !c.policy.empty(); })) {
+              return std::unexpected("ReplicaLost without claims or a node, or with progress");
+            }
+            op.lost = e.lost;
+            return {};
+          },
+          [&](const RecoveryCancelled& e) -> Result {
+            if (op.phase != Phase::AwaitingNode && op.phase != Phase::ReplacingVolume) {
+              return std::unexpected("RecoveryCancelled in phase " +
+                                     std::string{to_string(op.phase)});
+            }
+            if (!op.lost || op.lost->any_deleted() || e.reason.empty() ||
+                !op.lost->cancelled.empty()) {
+              return std::unexpected(
+                  "RecoveryCancelled after a lost claim was deleted, twice, "
+                  "or without a reason");
+            }
+            op.lost->cancelled = e.reason;
+            return {};
+          },
+          [&](const LostClaimDeleted& e) -> Result {
+            if (auto ok = in_phase(Phase::ReplacingVolume); !ok) return ok;
+            LostClaim* lost = lost_claim_of(e.claim);
+            if (lost == nullptr) {
+              return std::unexpected("LostClaimDeleted names claim \"" + e.claim +
+                                     "\", which is not lost");
+            }
+            if (lost->policy.empty()) {
+              return std::unexpected("LostClaimDeleted of " + e.claim +
+                                     " before its volume was kept (Retain)");
+            }
+            if (!op.lost->cancelled.empty()) {
+              return std::unexpected("LostClaimDeleted in a cancelled recovery");
+            }
+            lost->deleted = true;
+            return {};
+          },
+          [&](const LostPodDeleted&) -> Result {
+            if (auto ok = in_phase(Phase::ReplacingVolume); !ok) return ok;
+            if (!op.lost || !std::ranges::all_of(op.lost->claims,
+                                                 [](const LostClaim& c) { return c.deleted; })) {
+              return std::unexpected("LostPodDeleted before every lost claim was deleted");
+            }
+            op.lost->pod_deleted = true;
+            return {};
+          },
+          [&](const MarkedRecovered& e) -> Result {
+            if (auto ok = in_phase(Phase::MarkingReplica); !ok) return ok;
+            if (e.uid.empty()) return std::unexpected("MarkedRecovered without a uid");
+            if (LostClaim* lost = lost_claim_of(e.name)) {
+              if (e.uid == lost->uid) {
+                return std::unexpected("MarkedRecovered names the lost claim " + e.name +
+                                       " itself");
+              }
+              lost->new_uid = e.uid;
+              return {};
+            }
+            if (op.lost && e.name == op.statefulset + "-" + std::to_string(op.lost->ordinal)) {
+              // Not necessarily a pod created since: one the StatefulSet controller made while
+              // the claim still existed (Pending, placed nowhere) gets the new claims too.
+              if (!std::ranges::all_of(op.lost->claims,
+                                       [](const LostClaim& c) { return !c.new_uid.empty(); })) {
+                return std::unexpected("MarkedRecovered of the pod before its new claims");
+              }
+              op.lost->new_pod_uid = e.uid;
+              return {};
+            }
+            return std::unexpected("MarkedRecovered names \"" + e.name +
+                                   "\", neither a lost claim nor the replica's pod");
           },
           [&](const OperationFinished& e) -> Result {
             if (!is_terminal(e.outcome) || e.outcome != op.phase) {

@@ -166,6 +166,14 @@ struct Codec<std::vector<OrdinalDrain>> {
   }
 };
 
+template <>
+struct Codec<LostReplica> {
+  static Json encode(const LostReplica& value) { return encode_lost_replica(value); }
+  static LostReplica decode(StrictObject& in, std::string_view key) {
+    return nested(in, key, in.object(key), &decode_lost_replica);
+  }
+};
+
 // A Kubernetes object kept whole (DefinitionSaved): any JSON object.
 template <>
 struct Codec<Json> {
@@ -663,6 +671,61 @@ struct EntryType<DrainedClaimDeleted> {
       field("claim", &DrainedClaimDeleted::claim),
   };
   static std::string text(const DrainedClaimDeleted& e) { return e.claim; }
+};
+
+template <>
+struct EntryType<ReplicaLost> {
+  static constexpr std::string_view name = "ReplicaLost";
+  static constexpr auto fields = std::tuple{
+      field("lost", &ReplicaLost::lost),
+  };
+  static std::string text(const ReplicaLost& e) {
+    std::string out = "ordinal " + std::to_string(e.lost.ordinal) + ": node " + e.lost.node + " " +
+                      e.lost.gone + "; lost:";
+    for (std::size_t i = 0; i < e.lost.claims.size(); ++i) {
+      out += (i == 0 ? " " : ", ") + e.lost.claims[i].claim + " (" + e.lost.claims[i].volume + ")";
+    }
+    return out + "; grace " + format_duration(e.lost.grace);
+  }
+};
+
+template <>
+struct EntryType<RecoveryCancelled> {
+  static constexpr std::string_view name = "RecoveryCancelled";
+  static constexpr auto fields = std::tuple{
+      field("reason", &RecoveryCancelled::reason),
+  };
+  static std::string text(const RecoveryCancelled& e) { return e.reason; }
+};
+
+template <>
+struct EntryType<LostClaimDeleted> {
+  static constexpr std::string_view name = "LostClaimDeleted";
+  static constexpr auto fields = std::tuple{
+      field("claim", &LostClaimDeleted::claim),
+  };
+  static std::string text(const LostClaimDeleted& e) { return e.claim; }
+};
+
+template <>
+struct EntryType<LostPodDeleted> {
+  static constexpr std::string_view name = "LostPodDeleted";
+  static constexpr auto fields = std::tuple{
+      field("uid", &LostPodDeleted::uid),
+  };
+  static std::string text(const LostPodDeleted& e) {
+    return e.uid.empty() ? std::string{"the pod was gone"} : "pod uid " + e.uid;
+  }
+};
+
+template <>
+struct EntryType<MarkedRecovered> {
+  static constexpr std::string_view name = "MarkedRecovered";
+  static constexpr auto fields = std::tuple{
+      field("name", &MarkedRecovered::name),
+      field("uid", &MarkedRecovered::uid),
+  };
+  static std::string text(const MarkedRecovered& e) { return e.name + ", uid " + e.uid; }
 };
 
 // ---- From the rows -----------------------------------------------------------------------------

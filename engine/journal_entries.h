@@ -221,6 +221,35 @@ struct DrainedClaimDeleted {
   std::string claim;
   friend bool operator==(const DrainedClaimDeleted&, const DrainedClaimDeleted&) = default;
 };
+// A lost-volume recovery's replica: the ordinal, the node that is gone and why, the claims
+// pinned to it (uids and volumes as found) and the pod; journaled with the start.
+struct ReplicaLost {
+  LostReplica lost;
+  friend bool operator==(const ReplicaLost&, const ReplicaLost&) = default;
+};
+// The node of a lost-volume recovery came back before anything was deleted: nothing more is
+// done.
+struct RecoveryCancelled {
+  std::string reason;
+  friend bool operator==(const RecoveryCancelled&, const RecoveryCancelled&) = default;
+};
+// A lost claim was deleted (uid precondition), its volume kept (Retain).
+struct LostClaimDeleted {
+  std::string claim;
+  friend bool operator==(const LostClaimDeleted&, const LostClaimDeleted&) = default;
+};
+// The lost replica's pod was deleted (or was gone): the StatefulSet controller creates it again
+// with new claims, on a live node.
+struct LostPodDeleted {
+  std::string uid;  // the pod deleted; empty when it was already gone
+  friend bool operator==(const LostPodDeleted&, const LostPodDeleted&) = default;
+};
+// A new claim of the recovered replica, or its new pod, carries stsresize.dev/recovered-from.
+struct MarkedRecovered {
+  std::string name;  // a lost claim's name, or the replica's pod name
+  std::string uid;   // the new object's
+  friend bool operator==(const MarkedRecovered&, const MarkedRecovered&) = default;
+};
 struct OperationFinished {
   Phase outcome = Phase::Completed;
   friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
@@ -228,17 +257,17 @@ struct OperationFinished {
 
 }  // namespace entries
 
-using Entry =
-    std::variant<entries::OperationStarted, entries::TemplateUpdateRequested,
-                 entries::DefinitionSaved, entries::StatefulSetRecreated, entries::Planned,
-                 entries::PhaseChanged, entries::ActionIntended, entries::BackupVerified,
-                 entries::SourceDeleted, entries::ClaimRecreated, entries::RestoreVerified,
-                 entries::ClaimExpanded, entries::StepFailed, entries::Resumed,
-                 entries::OperationFinished, entries::ApprovalAwaited, entries::OperatorAction,
-                 entries::ClaimDiscarded, entries::DrainPlanned, entries::CleanupPodCreated,
-                 entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted,
-                 entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound,
-                 entries::ClaimMeasured, entries::PreCopied>;
+using Entry = std::variant<
+    entries::OperationStarted, entries::TemplateUpdateRequested, entries::DefinitionSaved,
+    entries::StatefulSetRecreated, entries::Planned, entries::PhaseChanged, entries::ActionIntended,
+    entries::BackupVerified, entries::SourceDeleted, entries::ClaimRecreated,
+    entries::RestoreVerified, entries::ClaimExpanded, entries::StepFailed, entries::Resumed,
+    entries::OperationFinished, entries::ApprovalAwaited, entries::OperatorAction,
+    entries::ClaimDiscarded, entries::DrainPlanned, entries::CleanupPodCreated,
+    entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted,
+    entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound,
+    entries::ClaimMeasured, entries::PreCopied, entries::ReplicaLost, entries::RecoveryCancelled,
+    entries::LostClaimDeleted, entries::LostPodDeleted, entries::MarkedRecovered>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these

@@ -60,6 +60,12 @@ std::string_view to_string(Phase phase) {
       return "DeletingClaims";
     case Phase::StoppingDrain:
       return "StoppingDrain";
+    case Phase::AwaitingNode:
+      return "AwaitingNode";
+    case Phase::ReplacingVolume:
+      return "ReplacingVolume";
+    case Phase::MarkingReplica:
+      return "MarkingReplica";
     case Phase::Completed:
       return "Completed";
     case Phase::Failed:
@@ -110,6 +116,10 @@ std::string_view to_string(Trigger event) {
       return "StartDrain";
     case Trigger::RollOn:
       return "RollOn";
+    case Trigger::StartRecovery:
+      return "StartRecovery";
+    case Trigger::NodeReturned:
+      return "NodeReturned";
   }
   return "Unknown";
 }
@@ -138,6 +148,8 @@ std::string_view to_string(OperationKind kind) {
       return "Resize";
     case OperationKind::Drain:
       return "Drain";
+    case OperationKind::Recovery:
+      return "Recovery";
   }
   return "Unknown";
 }
@@ -198,10 +210,41 @@ std::string drain_progress_mismatch(const Operation& op) {
   return {};
 }
 
+std::string recovery_progress_mismatch(const Operation& op) {
+  if (!op.lost) return "a recovery without its lost replica";
+  const LostReplica& lost = *op.lost;
+  for (const LostClaim& c : lost.claims) {
+    if (c.deleted && c.policy.empty()) {
+      return "claim " + c.claim + ": deleted before its volume " + c.volume + " was kept (Retain)";
+    }
+    if (!c.new_uid.empty() && !c.deleted) {
+      return "claim " + c.claim + ": marked recovered while the lost one was not deleted";
+    }
+  }
+  if (lost.any_deleted() && !lost.cancelled.empty()) {
+    return "ordinal " + std::to_string(lost.ordinal) + ": cancelled after a claim was deleted";
+  }
+  const bool replaced =
+      std::ranges::all_of(lost.claims, [](const LostClaim& c) { return c.deleted; }) &&
+      lost.pod_deleted;
+  if (op.phase == Phase::MarkingReplica && !replaced) {
+    return std::string{to_string(op.phase)} + " before every lost claim and the pod were deleted";
+  }
+  if ((op.phase == Phase::AwaitingNode || op.phase == Phase::Pending) && lost.any_deleted()) {
+    return std::string{to_string(op.phase)} + " after a lost claim was deleted";
+  }
+  return {};
+}
+
 }  // namespace
+
+bool LostReplica::any_deleted() const {
+  return std::ranges::any_of(claims, [](const LostClaim& c) { return c.deleted; });
+}
 
 std::string progress_mismatch(const Operation& op) {
   if (op.kind == OperationKind::Drain) return drain_progress_mismatch(op);
+  if (op.kind == OperationKind::Recovery) return recovery_progress_mismatch(op);
   const auto phase = std::string{to_string(op.phase)};
   for (const ClaimPlan& c : op.claims) {
     if (c.source_deleted && !c.backup_verified) {
@@ -265,6 +308,8 @@ bool Operation::sources_intact() const {
     return std::ranges::any_of(d.claims, [](const OrdinalClaim& c) { return c.deleted; });
   });
   if (drained_claim_deleted) return false;
+  // A lost claim deleted cannot be given back: its volume's node is gone.
+  if (lost && lost->any_deleted()) return false;
   if (path != Path::Rebind || !source_claim_deleted()) return !source_claim_deleted();
   const Phase at = phase == Phase::Failed && failed_in ? *failed_in : phase;
   if (at == Phase::ScalingUp || at == Phase::CleaningUp || at == Phase::Completed ||

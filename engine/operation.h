@@ -43,6 +43,11 @@ enum class Phase {
   Draining,
   DeletingClaims,
   StoppingDrain,
+  // The lost-volume recovery's: the grace period, in which the node may come back; the lost
+  // volume kept (Retain) and its claim and stuck pod deleted; the new claim and pod marked.
+  AwaitingNode,
+  ReplacingVolume,
+  MarkingReplica,
   Completed,
   Failed,
 };
@@ -51,7 +56,8 @@ inline constexpr Phase kAllPhases[] = {
     Phase::PreCopying,     Phase::ScalingDown,     Phase::BackingUp,        Phase::Recreating,
     Phase::Restoring,      Phase::ScalingUp,       Phase::CleaningUp,       Phase::Expanding,
     Phase::ScalingBack,    Phase::StoppingReplica, Phase::StartingReplica,  Phase::Draining,
-    Phase::DeletingClaims, Phase::StoppingDrain,   Phase::Completed,        Phase::Failed,
+    Phase::DeletingClaims, Phase::StoppingDrain,   Phase::AwaitingNode,     Phase::ReplacingVolume,
+    Phase::MarkingReplica, Phase::Completed,       Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -95,6 +101,11 @@ enum class Trigger {
   // StoppingReplica, from Restoring to StartingReplica, from CleaningUp to the next ordinal's
   // StoppingReplica. (StepDone from StoppingReplica, StartingReplica and the last CleaningUp.)
   RollOn,
+  // A lost-volume recovery starts: a replica's volume is pinned to a node that is gone.
+  StartRecovery,
+  // The node of a lost-volume recovery is back (registered again, or its out-of-service taint
+  // removed) before any claim was deleted: nothing more is done, the data may still be there.
+  NodeReturned,
 };
 inline constexpr Trigger kAllTriggers[] = {
     Trigger::StartMeasuring, Trigger::StartPlanning,  Trigger::StartTemplateUpdate,
@@ -102,7 +113,7 @@ inline constexpr Trigger kAllTriggers[] = {
     Trigger::StepDone,       Trigger::CriticalError,  Trigger::ScaleBackDone,
     Trigger::Abort,          Trigger::Skip,           Trigger::Resume,
     Trigger::BackupStale,    Trigger::RecreateAgain,  Trigger::StartDrain,
-    Trigger::RollOn,
+    Trigger::RollOn,         Trigger::StartRecovery,  Trigger::NodeReturned,
 };
 std::string_view to_string(Trigger event);
 std::optional<Trigger> parse_trigger(std::string_view text);
@@ -112,8 +123,12 @@ std::optional<Trigger> parse_trigger(std::string_view text);
 //   Resize  change the volumeClaimTemplates' size or class and the claims with them
 //   Drain   run a cleanup pod on the claims a scale-down left without their replica, then
 //           delete them (the StatefulSet Scale-Down Controller's job)
-enum class OperationKind { Resize, Drain };
-inline constexpr OperationKind kAllKinds[] = {OperationKind::Resize, OperationKind::Drain};
+//   Recovery  give a replica whose volume died with its node (pinned to a node that is gone) a
+//           new, empty claim on a live node, keeping the lost volume (stsresize.dev/
+//           lost-volume-recovery)
+enum class OperationKind { Resize, Drain, Recovery };
+inline constexpr OperationKind kAllKinds[] = {OperationKind::Resize, OperationKind::Drain,
+                                              OperationKind::Recovery};
 std::string_view to_string(OperationKind kind);
 std::optional<OperationKind> parse_kind(std::string_view text);
 
@@ -217,6 +232,38 @@ struct OrdinalDrain {
   friend bool operator==(const OrdinalDrain&, const OrdinalDrain&) = default;
 };
 
+// A claim of a replica whose volume is pinned to a node that is gone (a lost-volume recovery).
+struct LostClaim {
+  std::string claim;   // "<template>-<sts>-<ordinal>"
+  std::string uid;     // when detected: the delete is preconditioned on it
+  std::string volume;  // the lost volume (PersistentVolume), kept
+  // Progress, changed only by recorded events.
+  std::string policy;  // the volume's own reclaim policy, written down when set to Retain
+  bool deleted = false;
+  std::string new_uid;  // the claim the StatefulSet controller created afresh, once marked
+  friend bool operator==(const LostClaim&, const LostClaim&) = default;
+};
+
+// The replica a lost-volume recovery gives a new volume: one ordinal, whose claims' volumes are
+// pinned to one node that is gone.
+struct LostReplica {
+  int ordinal = 0;
+  std::string node;
+  // Why the node counts as gone: "deleted" (no Node object) or "out-of-service" (the taint
+  // node.kubernetes.io/out-of-service, Kubernetes' mark of a node shut down for good).
+  std::string gone;
+  std::string pod_uid;  // the replica's pod when detected ("" none)
+  std::vector<LostClaim> claims;
+  // How long the node must stay gone, from the start, before anything is deleted.
+  Duration grace{0};
+  // Progress, changed only by recorded events.
+  bool pod_deleted = false;  // the pod of the lost replica deleted (or gone)
+  std::string new_pod_uid;   // the replica's new pod, once marked
+  std::string cancelled;     // the node came back before anything was deleted: why
+  bool any_deleted() const;
+  friend bool operator==(const LostReplica&, const LostReplica&) = default;
+};
+
 // One volumeClaimTemplate change asked for by the stsresize.dev/resize annotation
 // (engine/resize_request.h). nullopt/empty: that field is left as it is.
 struct TemplateChange {
@@ -253,6 +300,8 @@ struct Operation {
   std::vector<MeasuredClaim> measured;
   // A drain's ordinals (empty for a resize).
   std::vector<OrdinalDrain> drains;
+  // A lost-volume recovery's replica (nullopt for the other kinds).
+  std::optional<LostReplica> lost;
   // A drain by claim policy (stsresize.dev/scaledown-claims: delete-after=<duration>): no
   // cleanup pod; an ordinal's claims are deleted once Draining has lasted this long (from
   // phase_since) and no pod uses them. 0: a drain by cleanup pod, and every resize.

@@ -166,6 +166,73 @@ Json encode_ordinal_drain(const OrdinalDrain& drain) {
               {"cancelled", drain.cancelled}};
 }
 
+Json encode_lost_replica(const LostReplica& lost) {
+  Json claims = Json::array();
+  for (const LostClaim& c : lost.claims) {
+    claims.push_back(Json{{"claim", c.claim},
+                          {"uid", c.uid},
+                          {"volume", c.volume},
+                          {"policy", c.policy},
+                          {"deleted", c.deleted},
+                          {"newUid", c.new_uid}});
+  }
+  return Json{{"ordinal", lost.ordinal},
+              {"node", lost.node},
+              {"gone", lost.gone},
+              {"podUid", lost.pod_uid},
+              {"claims", std::move(claims)},
+              {"graceMs", static_cast<std::int64_t>(lost.grace.count())},
+              {"podDeleted", lost.pod_deleted},
+              {"newPodUid", lost.new_pod_uid},
+              {"cancelled", lost.cancelled}};
+}
+
+std::expected<LostReplica, std::string> decode_lost_replica(const Json& document,
+                                                            const std::string& where) {
+  StrictObject in{document, where};
+  LostReplica lost;
+  const std::int64_t ordinal = in.integer("ordinal");
+  if (in.ok() && (ordinal < 0 || ordinal > INT32_MAX)) in.fail(where + ": ordinal out of range");
+  lost.ordinal = static_cast<int>(ordinal);
+  lost.node = in.string("node");
+  lost.gone = in.string("gone");
+  if (in.ok() && lost.node.empty()) in.fail(where + ": node is empty");
+  if (in.ok() && lost.gone != "deleted" && lost.gone != "out-of-service") {
+    in.fail(where + ": gone must be \"deleted\" or \"out-of-service\"");
+  }
+  lost.pod_uid = in.string("podUid");
+  const Json& claims = in.array("claims");
+  if (in.ok()) {
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+      StrictObject claim{claims[i], where + ".claims[" + std::to_string(i) + "]"};
+      LostClaim c;
+      c.claim = claim.string("claim");
+      c.uid = claim.string("uid");
+      c.volume = claim.string("volume");
+      c.policy = claim.string("policy");
+      c.deleted = claim.boolean("deleted");
+      c.new_uid = claim.string("newUid");
+      if (auto done = claim.finish(); !done) {
+        in.fail(done.error());
+        break;
+      }
+      if (c.claim.empty() || c.uid.empty() || c.volume.empty()) {
+        in.fail(claim.where() + ": claim, uid and volume must not be empty");
+        break;
+      }
+      lost.claims.push_back(std::move(c));
+    }
+    if (in.ok() && lost.claims.empty()) in.fail(where + ": no claims");
+  }
+  lost.grace = Duration{in.integer("graceMs")};
+  if (in.ok() && lost.grace.count() < 0) in.fail(where + ": graceMs is negative");
+  lost.pod_deleted = in.boolean("podDeleted");
+  lost.new_pod_uid = in.string("newPodUid");
+  lost.cancelled = in.string("cancelled");
+  if (auto done = in.finish(); !done) return std::unexpected(done.error());
+  return lost;
+}
+
 std::expected<OrdinalDrain, std::string> decode_ordinal_drain(const Json& document,
                                                               const std::string& where) {
   StrictObject in{document, where};
@@ -288,6 +355,7 @@ Json encode_operation(const Operation& operation) {
     }
     document["drains"] = std::move(drains);
   }
+  if (operation.lost) document["lost"] = encode_lost_replica(*operation.lost);
   if (operation.delete_after.count() > 0) {
     document["deleteAfterMs"] = static_cast<std::int64_t>(operation.delete_after.count());
   }
@@ -397,6 +465,17 @@ std::expected<Operation, std::string> decode_operation(const Json& document,
     }
     if (in.ok() && op.kind != OperationKind::Drain) {
       in.fail(where + ": \"drains\" in an operation of kind " + std::string{to_string(op.kind)});
+    }
+  }
+  if (in.ok() && document.contains("lost")) {
+    auto lost = decode_lost_replica(in.object("lost"), where + ".lost");
+    if (!lost) {
+      in.fail(lost.error());
+    } else {
+      op.lost = std::move(*lost);
+    }
+    if (in.ok() && op.kind != OperationKind::Recovery) {
+      in.fail(where + ": \"lost\" in an operation of kind " + std::string{to_string(op.kind)});
     }
   }
   if (in.ok() && document.contains("deleteAfterMs")) {

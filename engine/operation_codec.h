@@ -32,6 +32,10 @@ Json encode_ordinal_drain(const OrdinalDrain& drain);
 std::expected<OrdinalDrain, std::string> decode_ordinal_drain(const Json& document,
                                                               const std::string& where);
 
+Json encode_lost_replica(const LostReplica& lost);
+std::expected<LostReplica, std::string> decode_lost_replica(const Json& document,
+                                                            const std::string& where);
+
 Json encode_template_change(const TemplateChange& change);
 std::expected<TemplateChange, std::string> decode_template_change(const Json& document,
                                                                   const std::string& where);

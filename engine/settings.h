@@ -40,6 +40,12 @@ struct EngineSettings {
   Duration drain_timeout = std::chrono::hours{1};
   // A cleanup pod restarted more often than this (restartPolicy OnFailure) fails the drain.
   std::int32_t drain_restart_limit = 5;
+  // A lost-volume recovery deletes nothing until the node has been gone this long (unless the
+  // StatefulSet says stsresize.dev/lost-volume-grace): it may come back with the data.
+  Duration lost_volume_grace = std::chrono::minutes{5};
+  // How often a StatefulSet with stsresize.dev/lost-volume-recovery and nothing running is
+  // looked at again for a lost volume (nodes wake no reconcile).
+  Duration lost_volume_check_interval = std::chrono::seconds{30};
   // How soon to look again while waiting for the cluster.
   Duration poll_interval = std::chrono::seconds{5};
   // Steps one reconcile may run back to back while they make progress without waiting.

@@ -94,4 +94,16 @@ inline constexpr std::string_view kDrainPurpose = "drain";
 inline constexpr std::string_view kScaledownClaimsAnnotation = "stsresize.dev/scaledown-claims";
 inline constexpr std::string_view kDeleteAfterPolicy = "delete-after=";
 
+// On a StatefulSet, written by the user: "manual" or "auto" (absent: never). A replica whose
+// volume is pinned to a node that is gone is given a new, empty claim (engine/lost_volume.h);
+// manual waits for `stsresize advance --approve` before anything is deleted.
+inline constexpr std::string_view kLostVolumeRecoveryAnnotation =
+    "stsresize.dev/lost-volume-recovery";
+// How long the node must stay gone before anything is deleted ("30s", "5m"; default: the
+// controller's --lost-volume-grace, 5 minutes).
+inline constexpr std::string_view kLostVolumeGraceAnnotation = "stsresize.dev/lost-volume-grace";
+// On the new claim and pod of a recovered replica: the lost volume (PersistentVolume) whose data
+// this identity did not get back.
+inline constexpr std::string_view kRecoveredFromAnnotation = "stsresize.dev/recovered-from";
+
 }  // namespace stsresize

@@ -42,6 +42,10 @@ struct BackupStale {};
 struct RecreateAgain {};
 struct StartDrain {};
 struct RollOn {};
+struct StartRecovery {};
+struct NodeReturned {
+  bool sources_intact = true;
+};
 
 // States: one per Phase.
 template <Phase P>
@@ -66,6 +70,9 @@ using StartingReplica = PhaseState<Phase::StartingReplica>;
 using Draining = PhaseState<Phase::Draining>;
 using DeletingClaims = PhaseState<Phase::DeletingClaims>;
 using StoppingDrain = PhaseState<Phase::StoppingDrain>;
+using AwaitingNode = PhaseState<Phase::AwaitingNode>;
+using ReplacingVolume = PhaseState<Phase::ReplacingVolume>;
+using MarkingReplica = PhaseState<Phase::MarkingReplica>;
 using Completed = PhaseState<Phase::Completed>;
 using Failed = PhaseState<Phase::Failed>;
 
@@ -237,6 +244,37 @@ struct DrainMachine_ : msm::front::state_machine_def<DrainMachine_> {
 
 using DrainMachine = msm::back::state_machine<DrainMachine_>;
 
+// The lost-volume recovery. Nothing is deleted before ReplacingVolume, and there only after the
+// node is seen gone again: until its first delete, a failure or a person's abort ends it with
+// every claim kept, and a node that comes back ends it with nothing more done.
+struct RecoveryMachine_ : msm::front::state_machine_def<RecoveryMachine_> {
+  using initial_state = Pending;
+
+  // clang-format off
+  struct transition_table : mpl::vector<
+    //   From              Event                To                Action Guard
+    Row< Pending,          StartRecovery,       AwaitingNode,     none,  none         >,
+    // The grace period over, the node still gone (held for approval in manual mode)
+    Row< AwaitingNode,     StepDone,            ReplacingVolume,  none,  none         >,
+    Row< AwaitingNode,     NodeReturned,        Completed,        none,  none         >,
+    // Every lost claim and the pod deleted: the StatefulSet controller creates them afresh
+    Row< ReplacingVolume,  StepDone,            MarkingReplica,   none,  none         >,
+    Row< ReplacingVolume,  NodeReturned,        Completed,        none,  Intact       >,
+    Row< MarkingReplica,   StepDone,            Completed,        none,  none         >,
+    Row< AwaitingNode,     CriticalError,       Failed,           none,  none         >,
+    Row< ReplacingVolume,  CriticalError,       Failed,           none,  none         >,
+    Row< MarkingReplica,   CriticalError,       Failed,           none,  none         >,
+    // A person's abort, before any claim is deleted
+    Row< AwaitingNode,     Abort,               Failed,           none,  Intact       >,
+    Row< ReplacingVolume,  Abort,               Failed,           none,  Intact       >
+  > {};
+  // clang-format on
+
+  REFUSALS_REMEMBERED
+};
+
+using RecoveryMachine = msm::back::state_machine<RecoveryMachine_>;
+
 // MSM numbers a table's states by order of appearance; map both ways once. A phase that is not
 // in the table has no id (-1): a machine of that kind is never in it.
 template <class Back>
@@ -274,6 +312,13 @@ const StateIds<RollingMachine>& state_ids() {
   static const auto ids =
       StateIds<RollingMachine>::make<StoppingReplica, Planning, PreCopying, BackingUp, Restoring,
                                      StartingReplica, CleaningUp, ScalingBack, Failed>();
+  return ids;
+}
+
+template <>
+const StateIds<RecoveryMachine>& state_ids() {
+  static const auto ids = StateIds<RecoveryMachine>::make<Pending, AwaitingNode, ReplacingVolume,
+                                                          Completed, MarkingReplica, Failed>();
   return ids;
 }
 
@@ -352,6 +397,12 @@ std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool source
     case Trigger::RollOn:
       m.process_event(RollOn{});
       break;
+    case Trigger::StartRecovery:
+      m.process_event(StartRecovery{});
+      break;
+    case Trigger::NodeReturned:
+      m.process_event(NodeReturned{sources_intact});
+      break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without
   // calling no_transition; every row of a table changes the phase, so staying is a refusal.
@@ -374,6 +425,8 @@ std::expected<Phase, std::string> fire_kind(OperationKind kind, Phase from, Trig
     }
     case OperationKind::Drain:
       return fire_in<DrainMachine>(from, event, sources_intact, failed_in);
+    case OperationKind::Recovery:
+      return fire_in<RecoveryMachine>(from, event, sources_intact, failed_in);
   }
   return std::unexpected("unknown kind of operation");
 }
@@ -427,7 +480,16 @@ bool PhaseMachine::allowed(Phase from, Trigger event, bool sources_intact, Phase
 const TransitionRules& PhaseMachine::rules(OperationKind kind) {
   static const KindRules resize{OperationKind::Resize};
   static const KindRules drain{OperationKind::Drain};
-  return kind == OperationKind::Drain ? drain : resize;
+  static const KindRules recovery{OperationKind::Recovery};
+  switch (kind) {
+    case OperationKind::Resize:
+      return resize;
+    case OperationKind::Drain:
+      return drain;
+    case OperationKind::Recovery:
+      return recovery;
+  }
+  return resize;
 }
 
 const TransitionRules& PhaseMachine::rules() {
@@ -442,6 +504,8 @@ bool PhaseMachine::has_phase(OperationKind kind, Phase phase) {
              state_ids<RollingMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
     case OperationKind::Drain:
       return state_ids<DrainMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
+    case OperationKind::Recovery:
+      return state_ids<RecoveryMachine>().id_of_phase[static_cast<std::size_t>(phase)] >= 0;
   }
   return false;
 }

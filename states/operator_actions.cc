@@ -1,6 +1,7 @@
 // A person's stsresize.dev/advance request, taken by the reconciler: decided again with the
 // rules the CLI used (engine/actions/rules.h), journaled as an OperatorAction, acted on, and
 // answered with an Event whose words come from engine/actions/explain.h.
+#include "engine/lost_volume.h"
 #include "states/reconciler_session.h"
 
 #include "engine/actions/cluster_view.h"
@@ -32,20 +33,31 @@ std::optional<ReconcileResult> Reconciler::Session::hold_for_approval(
   auto next = PhaseMachine{op_.kind, from}.fire(event, op_.sources_intact());
   if (!next) return std::nullopt;  // advance() reports it
   const ModeSetting mode = approval_mode_of(sts_);
-  if (!needs_approval(mode.mode, from, *next, event)) return std::nullopt;
+  std::string held_by = std::string{kModeAnnotation} + ": " + std::string{to_string(mode.mode)} +
+                        (mode.invalid.empty() ? "" : "; " + mode.invalid);
+  std::string mode_name{to_string(mode.mode)};
+  if (!needs_approval(mode.mode, from, *next, event)) {
+    // A lost-volume recovery in manual mode waits before it deletes, whatever the mode of
+    // the other operations.
+    auto recovery = recovery_setting(sts_, r_.settings_.lost_volume_grace);
+    if (op_.kind != OperationKind::Recovery || *next != Phase::ReplacingVolume || !recovery ||
+        recovery->mode != RecoveryMode::Manual) {
+      return std::nullopt;
+    }
+    held_by = std::string{kLostVolumeRecoveryAnnotation} + ": manual";
+    mode_name = "manual";
+  }
   const AwaitedApproval awaited{from, *next, event};
   const std::string transition =
       std::string{to_string(from)} + " -> " + std::string{to_string(*next)};
   if (op_.awaiting != awaited) {
-    if (auto committed = commit_all(
-            {entries::ApprovalAwaited{from, *next, event, std::string{to_string(mode.mode)}}});
+    if (auto committed = commit_all({entries::ApprovalAwaited{from, *next, event, mode_name}});
         !committed) {
       return retry(committed.error());
     }
     emit_event(EventSeverity::Normal, "AwaitingApproval",
-               "operation " + op_.id + " awaits approval of " + transition + " (" +
-                   std::string{kModeAnnotation} + ": " + std::string{to_string(mode.mode)} +
-                   (mode.invalid.empty() ? "" : "; " + mode.invalid) + "); to approve, run `" +
+               "operation " + op_.id + " awaits approval of " + transition + " (" + held_by +
+                   "); to approve, run `" +
                    advance_command_line(Action::Approve, ref_.ns, ref_.name) + "`");
   }
   auto text = advance_request_of(sts_);
@@ -170,6 +182,19 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   if (resumes_in_place(op_)) return take_resume(text, request);
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
+  if (op_.kind == OperationKind::Recovery) {
+    if (auto allowed =
+            check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items, {}, {});
+        !allowed) {
+      return refused(text, request, allowed.error());
+    }
+    if (auto appended = append_all({accepted(request)}); !appended) return retry(appended.error());
+    consumed_advance_ = text;
+    clear_failed_label_ = true;
+    retry_of_ = std::pair{op_.id, request.by};
+    if (auto started = start_recovery()) return *started;
+    return idle();
+  }
   if (op_.kind == OperationKind::Drain) {
     auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
     if (!pods) return retry("listing pods: " + pods.error().message);

@@ -7,6 +7,7 @@
 #include "engine/actions/explain.h"
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
+#include "engine/lost_volume.h"
 #include "engine/naming.h"
 #include "engine/planner.h"
 #include "engine/resize_request.h"
@@ -121,6 +122,18 @@ class StatefulSetWrites final : public Kubernetes {
   std::optional<Json> written_;
 };
 
+// What a recovery did, for the Event of its end.
+std::string recovery_result(const Operation& op) {
+  const LostReplica& lost = *op.lost;
+  if (!lost.cancelled.empty()) return lost.cancelled;
+  std::string volumes;
+  for (const LostClaim& c : lost.claims) volumes += " " + c.volume;
+  return "replica " + op.statefulset + "-" + std::to_string(lost.ordinal) +
+         " runs on new, empty claims; the lost volumes are kept (Retain): once nothing is to be "
+         "salvaged from them, `kubectl delete pv" +
+         volumes + "`";
+}
+
 }  // namespace
 
 std::expected<void, std::string> Reconciler::Session::append_all(const std::vector<Entry>& events) {
@@ -216,12 +229,26 @@ ReconcileResult Reconciler::Session::run_journaled() {
     if (is_marked_failed(sts_)) return idle();
     if (auto refused = refuse_over_unfinished_backups()) return *refused;
     if (auto refused = settle_original_replicas_mark()) return *refused;
-    if (auto drained = start_drain()) return *drained;
-    if (auto request = resize_request_of(sts_)) {
-      if (auto waiting = wait_for_drain()) return *waiting;
-      return start_requested(*request);
+    if (auto recovering = start_recovery()) return *recovering;
+    ReconcileResult result = [&] {
+      if (auto drained = start_drain()) return *drained;
+      if (auto request = resize_request_of(sts_)) {
+        if (auto waiting = wait_for_drain()) return *waiting;
+        return start_requested(*request);
+      }
+      return start();
+    }();
+    // Nodes wake no reconcile: a StatefulSet that opts in to lost-volume recovery is looked at
+    // again while nothing else runs on it.
+    if (result.is(ReconcileResult::Kind::Idle) || result.is(ReconcileResult::Kind::Terminal)) {
+      auto setting = recovery_setting(sts_, r_.settings_.lost_volume_grace);
+      if (setting && setting->mode != RecoveryMode::Never) {
+        ReconcileResult again = requeue(r_.settings_.lost_volume_check_interval);
+        again.message = result.message;
+        return again;
+      }
     }
-    return start();
+    return result;
   }
   // An ended operation does nothing more; a request of `stsresize advance` that reaches it
   // anyway is answered (journaled as refused, removed, a Warning) rather than left lying.
@@ -397,6 +424,12 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                "operation " + op_.id + ": " + transition + " (resumed by " + approved_by +
                    "; it had failed: " + reason + "): running the " +
                    std::string{to_string(*next)} + " step again");
+  } else if (event == Trigger::Abort && op_.kind == OperationKind::Recovery) {
+    emit_event(EventSeverity::Warning, kind_reason("Aborted"),
+               "operation " + op_.id + ": " + transition + ": " + reason +
+                   "; no lost claim was deleted; stsresize will not recover a replica of this "
+                   "StatefulSet again while it is labelled " +
+                   std::string{kFailedLabel});
   } else if (event == Trigger::Abort && op_.kind == OperationKind::Drain) {
     emit_event(EventSeverity::Normal, kind_reason("Aborting"),
                "operation " + op_.id + ": " + transition + ": " + reason +
@@ -438,7 +471,8 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
                    (approved_by.empty() ? "" : " (approved by " + approved_by + ")") +
                    (*next == Phase::Completed && op_.kind == OperationKind::Drain
                         ? "; " + to_string(drain_result(op_))
-                        : ""));
+                        : "") +
+                   (*next == Phase::Completed && op_.lost ? "; " + recovery_result(op_) : ""));
   }
   return {};
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "engine/fold.h"
@@ -90,6 +91,13 @@ class Reconciler {
   // The journal's view of each operation this process has touched, so that a reconcile does
   // not refold the whole stream: valid while its last sequence is the journal's.
   std::map<std::string, std::unique_ptr<ValidatingFold>> folded_;
+  // "ns/name" -> the nodes reported NotReady under it (a lost-volume recovery's watch), so each
+  // is reported once while it stays so.
+  std::map<std::string, std::set<std::string>> reported_not_ready_;
+  // Node name -> when this process last saw it not gone (a lost-volume recovery's check): a
+  // claim created or bound after that may have been bound after the loss, and is never taken
+  // for a lost one.
+  std::map<std::string, TimePoint> node_seen_;
   // "ns/name" -> the denial last reported on it as an event.
   std::map<std::string, PermissionDenial> reported_denials_;
 };

@@ -61,6 +61,8 @@ using namespace results;
 // its claim.
 inline bool destroys_data(std::string_view action, Kind kind) {
   if (kind == Kind::PersistentVolume) return action != "create" && action != "retain";
+  // A recovery's delete of a lost replica's pod, with no grace: decided on the claims as they are.
+  if (kind == Kind::Pod && action == "force-delete") return true;
   return (kind == Kind::PersistentVolumeClaim || kind == Kind::StatefulSet) && action == "delete";
 }
 
@@ -115,6 +117,14 @@ class Reconciler::Session final : public StepJournal {
   // with whenScaled Delete, or an invalid claim policy stsresize.dev/scaledown-claims) is told so
   // once (note_drain_refusal) and drained never; a resize is still served.
   std::optional<ReconcileResult> start_drain();
+  // No state, and the StatefulSet opts in to lost-volume recovery
+  // (stsresize.dev/lost-volume-recovery, engine/lost_volume.h) with a replica whose claims'
+  // volumes are pinned to a node that is gone: a recovery begins (OperationStarted, ReplicaLost,
+  // Pending -> AwaitingNode), the lowest such ordinal only, and only while no replica recovered
+  // earlier is still not Ready. Before a drain or a resize, which could not finish with a
+  // replica that cannot run. A node NotReady is reported (a Warning, once per node and process),
+  // never acted on. nullopt: none.
+  std::optional<ReconcileResult> start_recovery();
   // No drain could begin (start_drain), yet a scale-down left claims that one will take once it
   // may: the StatefulSet controller has not observed the scale-down, the replica's pod still
   // stops, a pod still uses a claim. A resize about to begin (a request, or templates larger

@@ -12,6 +12,12 @@ Step step_for(OperationKind kind, Phase phase) {
       return &delete_drained_step;
     case Phase::StoppingDrain:
       return &stop_drain_step;
+    case Phase::AwaitingNode:
+      return &await_node_step;
+    case Phase::ReplacingVolume:
+      return &replace_volume_step;
+    case Phase::MarkingReplica:
+      return &mark_recovered_step;
     case Phase::Measuring:
       return &measure_step;
     case Phase::UpdatingTemplate:

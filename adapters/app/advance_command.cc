@@ -470,7 +470,9 @@ int retry_branch(const Attempt& at) {
   std::optional<std::vector<Json>> class_list;
   if (classes) class_list = classes->items;
   std::expected<std::string, std::string> wanted = std::unexpected(std::string{});
-  if (op.kind == OperationKind::Drain) {
+  if (op.kind == OperationKind::Recovery) {
+    wanted = std::string{"a lost-volume recovery of any replica whose volume is still lost"};
+  } else if (op.kind == OperationKind::Drain) {
     auto pods = at.kube.list(Kind::Pod, at.target.ns);
     if (!pods) {
       at.err << "stsresize advance: reading the pods of " << at.target.ns << ": "
@@ -526,7 +528,10 @@ int abort_branch(const Attempt& at) {
   if (!replacing) return at.refuse(replacing.error());
   const std::string text = encode_advance_request(at.request(Action::Abort));
   const std::string then =
-      op.kind == OperationKind::Drain
+      op.kind == OperationKind::Recovery
+          ? "end in Failed with every lost claim kept (\"" + abort_failure(at.who, op.phase) +
+                "\", label " + std::string{kFailedLabel} + ")"
+      : op.kind == OperationKind::Drain
           ? "move to StoppingDrain: delete the drain's cleanup pods, keep every claim, and end "
             "in Failed (\"" +
                 abort_failure(at.who, op.phase) + "\", label " + std::string{kFailedLabel} + ")"

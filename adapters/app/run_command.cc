@@ -53,6 +53,15 @@ constexpr std::string_view kFooter =
     "replica, on its claims; once the pod Succeeded, the pod and then the claims are deleted. A\n"
     "scale back up first stops it, keeping the claims (--max-parallel-drains, --drain-timeout).\n"
     "\n"
+    "Lost-volume recovery: a StatefulSet annotated stsresize.dev/lost-volume-recovery: auto (or\n"
+    "manual: each recovery waits for `stsresize advance --approve`) whose replica's volume is\n"
+    "pinned to a node that is gone (the Node deleted, or tainted "
+    "node.kubernetes.io/out-of-service)\n"
+    "gets that replica back on new, empty claims once the node has been gone for the grace\n"
+    "period (--lost-volume-grace, or stsresize.dev/lost-volume-grace): the lost volume kept\n"
+    "(Retain), the claim and the stuck pod deleted, the new ones annotated\n"
+    "stsresize.dev/recovered-from. A node that is only NotReady is reported, never acted on.\n"
+    "\n"
     "Credentials: --kubeconfig, else $KUBECONFIG, else the pod's service account (in a\n"
     "cluster), else ~/.kube/config.\n"
     "\n"
@@ -158,6 +167,14 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
                   "A drain whose cleanup pods have not all Succeeded this long fails (its "
                   "cleanup pods deleted, every claim kept)")
       ->capture_default_str();
+  run->add_option("--lost-volume-grace", flags.lost_volume_grace,
+                  "A lost-volume recovery deletes nothing until the node has been gone this long "
+                  "(a StatefulSet may say otherwise: stsresize.dev/lost-volume-grace)")
+      ->capture_default_str();
+  run->add_option("--lost-volume-check-interval", flags.lost_volume_check_interval,
+                  "How often a StatefulSet with stsresize.dev/lost-volume-recovery is checked "
+                  "for a lost volume (nodes are not watched)")
+      ->capture_default_str();
   run->add_option("--drain-restart-limit", flags.drain_restart_limit,
                   "A cleanup pod restarted more often than this fails the drain")
       ->capture_default_str();
@@ -196,6 +213,9 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
       {"scale-up-timeout", flags.scale_up_timeout, &config.engine.scale_up_timeout},
       {"job-timeout", flags.job_timeout, &config.engine.job_timeout},
       {"drain-timeout", flags.drain_timeout, &config.engine.drain_timeout},
+      {"lost-volume-grace", flags.lost_volume_grace, &config.engine.lost_volume_grace},
+      {"lost-volume-check-interval", flags.lost_volume_check_interval,
+       &config.engine.lost_volume_check_interval},
   };
   for (const DurationFlag& flag : durations) {
     auto parsed = parse_duration(flag.text);

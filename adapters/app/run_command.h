@@ -43,6 +43,8 @@ struct RunFlags {
   std::string scale_up_timeout = "30m";
   std::string job_timeout = "6h";
   std::string drain_timeout = "1h";
+  std::string lost_volume_grace = "5m";
+  std::string lost_volume_check_interval = "30s";
   std::string log_level = "info";
   std::string log_format = "text";
 };

@@ -12,6 +12,7 @@
 #include "engine/actions/explain.h"
 #include "engine/actions/rules.h"
 #include "engine/annotations.h"
+#include "engine/duration.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/operation_codec.h"
@@ -160,6 +161,9 @@ int done_in_phase(const Operation& op) {
     case Phase::Draining:  // a drain counts its claims itself (fill_from_operation)
     case Phase::DeletingClaims:
     case Phase::StoppingDrain:
+    case Phase::AwaitingNode:  // a recovery counts its claims itself (fill_from_operation)
+    case Phase::ReplacingVolume:
+    case Phase::MarkingReplica:
       return 0;
   }
   return 0;
@@ -189,6 +193,7 @@ std::string target_of(const Operation& op) {
 
 std::string trigger_of(const Operation& op) {
   if (op.kind == OperationKind::Drain) return "scale-down";
+  if (op.kind == OperationKind::Recovery) return "lost-volume";
   return op.template_changes.empty() ? "template" : "request";
 }
 
@@ -222,6 +227,19 @@ void fill_from_operation(StatusRow& row, const Operation& op) {
     row.since = op.phase_since;
     row.trigger = trigger_of(op);
     row.target = "drain " + ordinals;
+    row.original_replicas = op.original_replicas;
+    row.operation = op;
+    return;
+  }
+  if (op.kind == OperationKind::Recovery && op.lost) {
+    // CLAIMS: the lost claims deleted, of the replica's lost ones; TARGET: the replica.
+    row.claims_total = static_cast<int>(op.lost->claims.size());
+    row.claims_done = static_cast<int>(
+        std::ranges::count_if(op.lost->claims, [](const LostClaim& c) { return c.deleted; }));
+    row.since = op.phase_since;
+    row.trigger = trigger_of(op);
+    row.target = "recover " + std::to_string(op.lost->ordinal) + " (node " + op.lost->node + " " +
+                 op.lost->gone + ")";
     row.original_replicas = op.original_replicas;
     row.operation = op;
     return;
@@ -664,6 +682,11 @@ void describe_operation(std::string& out, const StatusRow& row,
         std::string{kFailedLabel} +
         "). Once the cause is fixed, drain what is left as a new operation:\n  " +
         advance_command_line(Action::Retry, op.ns, op.statefulset) + "\n";
+  } else if (op.phase == Phase::Failed && op.kind == OperationKind::Recovery) {
+    out += "\n" + std::string{op.sources_intact() ? "No lost claim was deleted. " : ""} +
+           "stsresize will not recover a replica of this StatefulSet again on its own\n(label " +
+           std::string{kFailedLabel} + "). Once the cause is fixed:\n  " +
+           advance_command_line(Action::Retry, op.ns, op.statefulset) + "\n";
   } else if (op.phase == Phase::Failed) {
     out += "\n";
     if (!op.sources_intact()) {
@@ -710,6 +733,27 @@ void describe_operation(std::string& out, const StatusRow& row,
                        summary_text(claim.restore_verified), claim.expanded ? "yes" : "-"});
     }
     out += columns(table, "  ");
+  }
+
+  if (op.lost) {
+    const LostReplica& lost = *op.lost;
+    out += "\nLost replica: " + op.statefulset + "-" + std::to_string(lost.ordinal) + ", node " +
+           lost.node + " " + lost.gone + " (grace " + format_duration(lost.grace) + ")" +
+           (lost.cancelled.empty() ? "" : "; cancelled: " + lost.cancelled) + "\n";
+    std::vector<Cells> table{{"CLAIM", "LOST VOLUME", "KEPT", "CLAIM DELETED", "NEW CLAIM"}};
+    std::string kept;
+    for (const LostClaim& c : lost.claims) {
+      table.push_back({c.claim, c.volume, c.policy.empty() ? "-" : "Retain (was " + c.policy + ")",
+                       c.deleted ? "yes" : "-", c.new_uid.empty() ? "-" : "uid " + c.new_uid});
+      if (!c.policy.empty()) kept += " " + c.volume;
+    }
+    out += columns(table, "  ");
+    if (!kept.empty()) {
+      out +=
+          "  The lost volumes are kept (Retain) in case the node comes back with the data; once\n"
+          "  nothing is to be salvaged from them, delete them:\n    kubectl delete pv" +
+          kept + "\n";
+    }
   }
 
   if (!op.drains.empty()) {

@@ -63,6 +63,11 @@ Attention needs_attention(const Json& statefulset, const std::vector<Json>& clai
     }
   }
   if (is_marked_failed(statefulset)) return Attention::None;
+  // Opted in to lost-volume recovery: nodes wake no reconcile, so the reconciler looks at the
+  // set again every --lost-volume-check-interval (its RequeueAfter) for a volume whose node is
+  // gone, and says why an invalid setting does nothing.
+  auto recovery = k8s::annotation(statefulset, kLostVolumeRecoveryAnnotation);
+  if (recovery && recovery->has_value()) return Attention::Detected;
   auto request = k8s::annotation(statefulset, kResizeRequestAnnotation);
   if (request && request->has_value()) return Attention::Request;
   // A drain asked for that cannot be done (a cleanup pod template with whenScaled Delete, an

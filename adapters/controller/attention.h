@@ -21,7 +21,8 @@ enum class Attention {
   Detected,   // the planner finds claims to resize, or refuses the templates as they are; or
               // the StatefulSet opts in to the drain (template or claim policy) and has claims
               // outside its replicas, or its claim policy is invalid; or its template cannot
-              // drain (whenScaled Delete) and that is not recorded yet, or no longer true
+              // drain (whenScaled Delete) and that is not recorded yet, or no longer true; or
+              // it opts in to lost-volume recovery (checked again at an interval)
   Invalid,    // the state annotation cannot be read: the reconciler reports it
 };
 std::string_view to_string(Attention attention);

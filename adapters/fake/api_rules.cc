@@ -233,7 +233,8 @@ std::string qualified_kind(Kind kind) {
 
 bool has_status_subresource(Kind kind) {
   return kind == Kind::StatefulSet || kind == Kind::Job || kind == Kind::Pod ||
-         kind == Kind::PersistentVolumeClaim || kind == Kind::PersistentVolume;
+         kind == Kind::PersistentVolumeClaim || kind == Kind::PersistentVolume ||
+         kind == Kind::Node;
 }
 
 bool tracks_generation(Kind kind) {

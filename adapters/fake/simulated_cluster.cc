@@ -22,7 +22,8 @@ constexpr Kind kAllKinds[] = {Kind::StatefulSet,
                               Kind::Event,
                               Kind::ConfigMap,
                               Kind::Lease,
-                              Kind::PodDisruptionBudget};
+                              Kind::PodDisruptionBudget,
+                              Kind::Node};
 
 std::string sha256_hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];

@@ -160,6 +160,19 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
              " is already in StoppingDrain: it is deleting its cleanup pods, keeps every claim "
              "and ends in Failed by itself (watch it: " +
              watch + ")";
+    case Phase::AwaitingNode:
+      break;  // its Abort row exists
+    case Phase::ReplacingVolume:
+      return which +
+             " is in ReplacingVolume and has deleted a claim whose volume was lost with its "
+             "node, which cannot be undone (the volume is kept, Retain); it finishes by itself "
+             "(watch it: " +
+             watch + ")";
+    case Phase::MarkingReplica:
+      return which +
+             " is in MarkingReplica: the lost claims and pod were deleted and the StatefulSet "
+             "controller creates them afresh; it finishes by itself (watch it: " +
+             watch + ")";
     case Phase::ScalingBack:
       return which +
              " is already in ScalingBack: it is rolling back onto the source claims and ends in "
@@ -288,6 +301,15 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
              ": it is deleting the drain's cleanup pods so that no pod holds a replica's name or "
              "its claims" +
              only + ". It ends in Failed by itself (watch it: " + watch + ")";
+    case Phase::AwaitingNode:
+      return which +
+             ": it waits for the lost node to come back during the grace period "
+             "(stsresize.dev/lost-volume-grace)" +
+             only + ". To stop the recovery, keeping every claim, run " + abort;
+    case Phase::ReplacingVolume:
+    case Phase::MarkingReplica:
+      return which + ": it gives the lost replica new claims" + only +
+             ". It ends by itself (watch it: " + watch + ")";
     case Phase::ScalingBack:
       return which +
              ": it is scaling back onto the intact source claims and removing this operation's "

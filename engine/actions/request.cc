@@ -53,7 +53,7 @@ bool needs_approval(ApprovalMode mode, Phase from, Phase to, Trigger event) {
   (void)from;
   if (event == Trigger::CriticalError || event == Trigger::ScaleBackDone ||
       event == Trigger::Abort || event == Trigger::Skip || event == Trigger::BackupStale ||
-      event == Trigger::RecreateAgain) {
+      event == Trigger::RecreateAgain || event == Trigger::NodeReturned) {
     return false;
   }
   switch (mode) {
@@ -62,8 +62,9 @@ bool needs_approval(ApprovalMode mode, Phase from, Phase to, Trigger event) {
     case ApprovalMode::Manual:
       return true;
     case ApprovalMode::Step:
-      // the steps that delete claims: a resize's sources, a drain's drained claims
-      return to == Phase::Recreating || to == Phase::DeletingClaims;
+      // the steps that delete claims: a resize's sources, a drain's drained claims, a
+      // recovery's lost claims
+      return to == Phase::Recreating || to == Phase::DeletingClaims || to == Phase::ReplacingVolume;
   }
   return true;
 }

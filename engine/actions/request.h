@@ -49,8 +49,8 @@ struct ModeSetting {
 ModeSetting approval_mode_of(const Json& statefulset);
 
 // Whether `mode` holds the transition from -> to on `event` for approval. Error transitions
-// (CriticalError, ScaleBackDone, BackupStale, RecreateAgain) and a person's own (Abort, Skip)
-// never wait: they protect the data or are already a person's decision.
+// (CriticalError, ScaleBackDone, BackupStale, RecreateAgain, NodeReturned) and a person's own
+// (Abort, Skip) never wait: they protect the data or are already a person's decision.
 bool needs_approval(ApprovalMode mode, Phase from, Phase to, Trigger event);
 
 struct AdvanceRequest {

@@ -129,6 +129,11 @@ Verdict check_retry(const Operation& op, const TransitionRules& rules,
                     const std::vector<Json>& claims, const std::vector<Json>& jobs,
                     const std::expected<std::string, std::string>& wanted) {
   if (op.phase != Phase::Failed) return refuse(Action::Retry, RefusalReason::NotFailed, op);
+  if (op.kind == OperationKind::Recovery) {
+    // The label removed, the controller looks for a lost volume again: a replica still lost is
+    // a new recovery, from the cluster as it is (a lost claim already deleted is not lost).
+    return {};
+  }
   if (op.kind == OperationKind::Drain) {
     // A new drain plans from the cluster what is left to drain: claims already deleted are not
     // in it, cleanup pods left are taken over.

@@ -28,6 +28,7 @@ enum class Kind {
   ConfigMap,
   Lease,
   PodDisruptionBudget,
+  Node,
 };
 
 // How the API names a kind, in URLs, apiVersion fields, error texts and RBAC rules. The one
@@ -37,7 +38,7 @@ struct KindInfo {
   std::string_view group;    // "apps"; "" for the core group
   std::string_view version;  // "v1"
   std::string_view plural;   // "statefulsets": the REST resource
-  bool namespaced;           // false for PersistentVolume and StorageClass
+  bool namespaced;           // false for PersistentVolume, StorageClass and Node
 };
 
 // No `default:` on purpose: -Wswitch (an error here) stops a Kind added without its row.
@@ -63,6 +64,8 @@ constexpr KindInfo kind_info(Kind kind) {
       return {"Lease", "coordination.k8s.io", "v1", "leases", true};
     case Kind::PodDisruptionBudget:
       return {"PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", true};
+    case Kind::Node:
+      return {"Node", "", "v1", "nodes", false};
   }
   // Only a value cast from outside the enumeration gets here.
   return {"Unknown", "", "v1", "unknown", true};

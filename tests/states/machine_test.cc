@@ -105,6 +105,29 @@ std::map<Key, Phase> expected_drain_table() {
   return table;
 }
 
+// The lost-volume recovery's table. Nothing is deleted before ReplacingVolume: a failure ends it
+// Failed keeping every claim, a person may abort until the first lost claim is deleted, and a
+// node back before that ends it Completed with nothing more done.
+std::map<Key, Phase> expected_recovery_table() {
+  std::map<Key, Phase> table;
+  auto both = [&](Phase from, Trigger event, Phase to) {
+    table[{from, event, true}] = to;
+    table[{from, event, false}] = to;
+  };
+  both(Phase::Pending, Trigger::StartRecovery, Phase::AwaitingNode);
+  both(Phase::AwaitingNode, Trigger::StepDone, Phase::ReplacingVolume);
+  both(Phase::AwaitingNode, Trigger::NodeReturned, Phase::Completed);
+  both(Phase::ReplacingVolume, Trigger::StepDone, Phase::MarkingReplica);
+  table[{Phase::ReplacingVolume, Trigger::NodeReturned, true}] = Phase::Completed;
+  both(Phase::MarkingReplica, Trigger::StepDone, Phase::Completed);
+  both(Phase::AwaitingNode, Trigger::CriticalError, Phase::Failed);
+  both(Phase::ReplacingVolume, Trigger::CriticalError, Phase::Failed);
+  both(Phase::MarkingReplica, Trigger::CriticalError, Phase::Failed);
+  table[{Phase::AwaitingNode, Trigger::Abort, true}] = Phase::Failed;
+  table[{Phase::ReplacingVolume, Trigger::Abort, true}] = Phase::Failed;
+  return table;
+}
+
 bool resize_allowed(Phase from, Trigger event, bool intact, Phase to,
                     std::optional<Phase> failed_in = std::nullopt) {
   return PhaseMachine::rules(OperationKind::Resize).allowed(from, event, intact, to, failed_in);
@@ -200,6 +223,7 @@ TEST(PhaseMachine, OnlyAResumeLeavesFailedAndOnlyBackToTheResumablePhaseItFailed
 TEST(DrainMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIsRefused) {
   const auto table = expected_drain_table();
   const auto resize = expected_table();
+  const auto recovery = expected_recovery_table();
   const TransitionRules& drain = PhaseMachine::rules(OperationKind::Drain);
   int rows = 0;
   for (Phase from : kAllPhases) {
@@ -221,8 +245,11 @@ TEST(DrainMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIsRef
           const bool in_drain = row != table.end() && row->second == to;
           auto resize_row = resize.find({from, event, intact});
           const bool in_resize = resize_row != resize.end() && resize_row->second == to;
+          auto recovery_row = recovery.find({from, event, intact});
+          const bool in_recovery = recovery_row != recovery.end() && recovery_row->second == to;
           EXPECT_EQ(drain.allowed(from, event, intact, to), in_drain) << to_string(to);
-          EXPECT_EQ(PhaseMachine::rules().allowed(from, event, intact, to), in_drain || in_resize)
+          EXPECT_EQ(PhaseMachine::rules().allowed(from, event, intact, to),
+                    in_drain || in_resize || in_recovery)
               << to_string(to);
           EXPECT_EQ(PhaseMachine::rules().of(OperationKind::Drain).allowed(from, event, intact, to),
                     in_drain);
@@ -232,11 +259,48 @@ TEST(DrainMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIsRef
   }
   EXPECT_EQ(rows, 16);
   for (Phase phase : kAllPhases) {
+    const bool recovers = phase == Phase::Pending || phase == Phase::AwaitingNode ||
+                          phase == Phase::ReplacingVolume || phase == Phase::MarkingReplica ||
+                          is_terminal(phase);
+    EXPECT_EQ(PhaseMachine::has_phase(OperationKind::Recovery, phase), recovers)
+        << to_string(phase);
     const bool drains = phase == Phase::Pending || phase == Phase::Draining ||
                         phase == Phase::DeletingClaims || phase == Phase::StoppingDrain ||
                         is_terminal(phase);
     EXPECT_EQ(PhaseMachine::has_phase(OperationKind::Drain, phase), drains) << to_string(phase);
   }
+}
+
+TEST(RecoveryMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIsRefused) {
+  const auto table = expected_recovery_table();
+  const TransitionRules& recovery = PhaseMachine::rules(OperationKind::Recovery);
+  int rows = 0;
+  for (Phase from : kAllPhases) {
+    for (Trigger event : kAllTriggers) {
+      for (bool intact : {true, false}) {
+        SCOPED_TRACE(name(from, event, intact));
+        PhaseMachine machine{OperationKind::Recovery, from};
+        auto next = machine.fire(event, intact);
+        auto row = table.find({from, event, intact});
+        if (row == table.end()) {
+          EXPECT_FALSE(next.has_value()) << "moved to " << to_string(*next);
+          EXPECT_EQ(machine.phase(), from);
+        } else {
+          ASSERT_TRUE(next.has_value()) << next.error();
+          EXPECT_EQ(*next, row->second);
+          ++rows;
+        }
+        for (Phase to : kAllPhases) {
+          const bool in_recovery = row != table.end() && row->second == to;
+          EXPECT_EQ(recovery.allowed(from, event, intact, to), in_recovery) << to_string(to);
+          EXPECT_EQ(
+              PhaseMachine::rules().of(OperationKind::Recovery).allowed(from, event, intact, to),
+              in_recovery);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(rows, 19);
 }
 
 TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {

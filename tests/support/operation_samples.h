@@ -62,6 +62,46 @@ inline Operation sample_drain(Phase phase) {
   return op;
 }
 
+// Whether `phase` is one of the lost-volume recovery's own: a sample operation in it is a
+// recovery.
+inline bool recovery_phase(Phase phase) {
+  return phase == Phase::AwaitingNode || phase == Phase::ReplacingVolume ||
+         phase == Phase::MarkingReplica;
+}
+
+// A recovery of shop/web's ordinal 1 in `phase`, its node sim-1 deleted: waiting out the grace
+// (AwaitingNode), its claim data-web-1 kept and deleted (ReplacingVolume), the new claim marked
+// (MarkingReplica).
+inline Operation sample_recovery(Phase phase) {
+  Operation op;
+  op.id = "web-0123abcd";
+  op.ns = "shop";
+  op.statefulset = "web";
+  op.sts_uid = "uid-web";
+  op.kind = OperationKind::Recovery;
+  op.phase = phase;
+  op.original_replicas = 3;
+  LostReplica lost;
+  lost.ordinal = 1;
+  lost.node = "sim-1";
+  lost.gone = "deleted";
+  lost.pod_uid = "uid-web-1";
+  lost.grace = std::chrono::minutes{5};
+  LostClaim claim;
+  claim.claim = "data-web-1";
+  claim.uid = "uid-data-web-1";
+  claim.volume = "pv-data-web-1";
+  if (phase != Phase::AwaitingNode) {
+    claim.policy = "Delete";
+    claim.deleted = true;
+    lost.pod_deleted = true;
+  }
+  if (phase == Phase::MarkingReplica) claim.new_uid = "uid-new-data-web-1";
+  lost.claims.push_back(claim);
+  op.lost = lost;
+  return op;
+}
+
 inline TreeSummary sample_summary(int seed) {
   return TreeSummary{3 + seed, 1000 + seed, std::string(64, static_cast<char>('a' + seed % 6))};
 }

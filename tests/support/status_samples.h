@@ -44,6 +44,21 @@ inline Operation sample_operation(const std::string& name, Phase phase,
   op.original_replicas = 3;
   op.started = kStatusStart;
   op.phase_since = kStatusNow - in_phase;
+  // A recovery's phases: ordinal 1, whose node is gone.
+  if (testing::recovery_phase(phase)) {
+    Operation recovery = testing::sample_recovery(phase);
+    recovery.id = op.id;
+    recovery.ns = op.ns;
+    recovery.statefulset = op.statefulset;
+    recovery.sts_uid = op.sts_uid;
+    recovery.started = op.started;
+    recovery.phase_since = op.phase_since;
+    for (LostClaim& c : recovery.lost->claims) {
+      c.claim = naming::claim_name("data", name, 1);
+      c.uid = "uid-" + c.claim;
+    }
+    return recovery;
+  }
   // A drain's phases: ordinals 3 and 4 left by a scale-down from 5 to 3, their data claims.
   if (phase == Phase::Draining || phase == Phase::DeletingClaims || phase == Phase::StoppingDrain) {
     op.kind = OperationKind::Drain;

@@ -77,6 +77,10 @@ class AdvanceCommand : public ::testing::Test {
         op = testing::sample_drain(phase);
         op.sts_uid = live["metadata"]["uid"].get<std::string>();
       }
+      if (testing::recovery_phase(phase)) {
+        op = testing::sample_recovery(phase);
+        op.sts_uid = live["metadata"]["uid"].get<std::string>();
+      }
       if (phase == Phase::Failed) op.failure = "copy Job data-web-0-stsresize-backup failed";
       if (to) op.awaiting = AwaitedApproval{phase, *to, Trigger::StepDone};
       if (change) change(op);

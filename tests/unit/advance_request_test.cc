@@ -33,15 +33,17 @@ TEST(ApprovalMode, AbsentIsAutoAndAnUnknownValueIsManualWithAReason) {
 }
 
 // Step mode holds the transitions into the steps that delete claims: a resize's Recreating (the
-// sources) and a drain's DeletingClaims (the drained claims).
+// sources), a drain's DeletingClaims (the drained claims) and a recovery's ReplacingVolume (the
+// lost claims).
 TEST(ApprovalMode, ManualHoldsEveryForwardTransitionStepOnlyTheOnesThatDeleteClaims) {
   for (const Phase from : kAllPhases) {
     for (const Phase to : kAllPhases) {
       for (const Trigger event : {Trigger::StepDone, Trigger::PlannedCopy}) {
         EXPECT_FALSE(needs_approval(ApprovalMode::Auto, from, to, event));
         EXPECT_TRUE(needs_approval(ApprovalMode::Manual, from, to, event));
-        EXPECT_EQ(needs_approval(ApprovalMode::Step, from, to, event),
-                  to == Phase::Recreating || to == Phase::DeletingClaims);
+        EXPECT_EQ(
+            needs_approval(ApprovalMode::Step, from, to, event),
+            to == Phase::Recreating || to == Phase::DeletingClaims || to == Phase::ReplacingVolume);
       }
       // Error transitions protect the data: they never wait.
       for (const Trigger event :
@@ -142,6 +144,7 @@ TEST(StateAnnotation, RefusesAWaitThatDoesNotLeaveTheCurrentPhase) {
 
 Operation copy_operation(Phase phase, int sources_deleted) {
   if (testing::drain_phase(phase)) return testing::sample_drain(phase);
+  if (testing::recovery_phase(phase)) return testing::sample_recovery(phase);
   Operation op = waiting_operation();
   op.awaiting.reset();
   op.phase = phase;
@@ -180,11 +183,13 @@ TEST(Abort, OnTheRebindPathAPhaseBeforeScalingUpIsAbortableWithTheSourcesDeleted
 TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
   for (const Phase phase : kAllPhases) {
     SCOPED_TRACE(to_string(phase));
-    // A drain deletes nothing before DeletingClaims: Draining is abortable too.
+    // A drain deletes nothing before DeletingClaims: Draining is abortable too; a recovery
+    // nothing before ReplacingVolume (whose sample has deleted its lost claim: not abortable).
     const bool abortable = phase == Phase::Measuring || phase == Phase::Planning ||
                            phase == Phase::PreCopying || phase == Phase::ScalingDown ||
                            phase == Phase::BackingUp || phase == Phase::Recreating ||
-                           phase == Phase::Draining || phase == Phase::StoppingReplica;
+                           phase == Phase::Draining || phase == Phase::StoppingReplica ||
+                           phase == Phase::AwaitingNode;
     const std::string why = abort_refusal(copy_operation(phase, 0));
     EXPECT_EQ(why.empty(), abortable) << why;
     if (!why.empty()) {
@@ -204,6 +209,11 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
             std::string::npos);
   EXPECT_NE(abort_refusal(copy_operation(Phase::ScalingBack, 0)).find("already in ScalingBack"),
             std::string::npos);
+  // A recovery in ReplacingVolume before its first delete (only the volume kept) is abortable.
+  Operation keeping = testing::sample_recovery(Phase::ReplacingVolume);
+  keeping.lost->claims[0].deleted = false;
+  keeping.lost->pod_deleted = false;
+  EXPECT_EQ(abort_refusal(keeping), "");
 }
 
 TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
@@ -224,6 +234,7 @@ TEST(Abort, ARequestMustNameTheOperationAndFindItAbortable) {
 // A copy operation in `phase` with every restore verified (as CleaningUp always has).
 Operation restored_operation(Phase phase) {
   if (testing::drain_phase(phase)) return testing::sample_drain(phase);
+  if (testing::recovery_phase(phase)) return testing::sample_recovery(phase);
   Operation op = copy_operation(phase, 2);
   for (ClaimPlan& claim : op.claims) {
     claim.backup_verified = TreeSummary{};
@@ -267,6 +278,10 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
         "stsresize advance shop/web --abort"}},
       {Phase::DeletingClaims, {"the drain's last step", "ends by itself"}},
       {Phase::StoppingDrain, {"no pod holds a replica's name", "ends in Failed by itself"}},
+      {Phase::AwaitingNode,
+       {"the lost node to come back", "keeping every claim", "stsresize advance shop/web --abort"}},
+      {Phase::ReplacingVolume, {"new claims", "ends by itself"}},
+      {Phase::MarkingReplica, {"new claims", "ends by itself"}},
       {Phase::Completed, {"already ended in Completed"}},
       {Phase::Failed, {"already ended in Failed"}},
   };
@@ -283,8 +298,9 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
       EXPECT_NE(why.find(part), std::string::npos) << "\"" << part << "\" not in: " << why;
     }
     if (!is_terminal(phase) && phase != Phase::Pending) {
-      EXPECT_NE(why.find(testing::drain_phase(phase) ? "no step of a drain can be skipped"
-                                                     : "only CleaningUp can be skipped"),
+      EXPECT_NE(why.find(testing::drain_phase(phase)      ? "no step of a drain can be skipped"
+                         : testing::recovery_phase(phase) ? "no step of a recovery can be skipped"
+                                                          : "only CleaningUp can be skipped"),
                 std::string::npos)
           << why;
     }
