@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Lost-volume recovery on a private control plane with 5 simulated nodes (a node is lost or
+# deleted here, which no other test may see). StatefulSet web: 3 replicas of 1Gi on sim-fixed
+# (hostPath volumes pinned to their node), one per node (required pod anti-affinity), 200 random
+# files and 1 MiB per volume; stsresize.dev/lost-volume-recovery and a grace of 5s; the
+# controller checks every 1s. The node of web-1 (N) is lost: the simulator stops it (nodesim
+# fault lostNodes: no heartbeat, its pods' processes killed, its volumes unreachable) and then:
+#   deleted         `kubectl delete node N` (not registered again): web-1 runs Ready on another
+#                   node on a new, empty claim data-web-1 annotated stsresize.dev/recovered-from
+#                   its old volume, the pod annotated too; the old volume kept (Retain) with every
+#                   file's sha256 as before; web-0 and web-2 the same pod and claim uids, their
+#                   data unchanged; Events RecoveryStarted, VolumeReplaced, RecoveryCompleted; the
+#                   journal replays (exit 0).
+#   out_of_service  N tainted node.kubernetes.io/out-of-service (not deleted): the same.
+#   not_ready       N only NotReady for 20 s: nothing is done (no operation, every uid the same),
+#                   a Warning NodeNotReady; then N comes back Ready and nothing is done either.
+#   manual          mode manual, N deleted: the recovery waits in AwaitingNode for approval for
+#                   15 s with every uid the same; `stsresize advance --approve`, then as deleted.
+#   two_nodes       the nodes of web-0 and web-2 deleted at once: two recoveries one after the
+#                   other (the second starts after the first ended), both replicas Ready on new
+#                   claims, web-1 untouched.
+#   crash_journal_kept, crash_journal_lost
+#                   as deleted, but every controller process is SIGKILLed right after its first
+#                   write (failpoint after-write:1: each state annotation, the Retain, each delete,
+#                   each mark is a crash point), and started again until the recovery ended;
+#                   journal_lost deletes the journal after every crash. Each run died of SIGKILL
+#                   at the write it announced; then the same checks as deleted, the new claim and
+#                   pod created once (no second replacement).
+#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|crash_journal_kept|crash_journal_lost
+usage="deleted|out_of_service|not_ready|manual|two_nodes|crash_journal_kept|crash_journal_lost"
+case_name=${2:?$usage}
+case $case_name in
+  deleted | out_of_service | not_ready | manual | two_nodes | crash_journal_kept | crash_journal_lost) ;;
+  *)
+    echo "usage: $0 STSRESIZE_BINARY $usage" >&2
+    exit 2
+    ;;
+esac
+# shellcheck source-path=SCRIPTDIR/../proof source=../proof/lib.sh
+source "$(dirname "$0")/../proof/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+cluster=$repo/scripts/cluster
+private=$(basename "$cluster_dir")-lost-${case_name//_/-}
+# The namespace goes with the control plane: `ns=` spares the exit a delete that cannot answer.
+on_exit "'$cluster' down --name '$private' >/dev/null 2>&1; ns="
+e2e_init "${1:?path to the stsresize binary}"
+step "bring up private cluster $private (5 nodes)"
+KUBECONFIG=$("$cluster" up --name "$private" --nodes 5 | tail -n 1) ||
+  fail "scripts/cluster up --name $private failed"
+export KUBECONFIG
+cluster_dir=$(dirname "$KUBECONFIG")
+nodesim_dir=$cluster_dir/nodesim
+use_namespace
+
+step "StatefulSet web: 3 replicas, one per node, with data"
+e2e_statefulset web sim-fixed 3 statefulset-spread.yaml
+mode=auto
+[[ $case_name == manual ]] && mode=manual
+k annotate statefulset web stsresize.dev/lost-volume-recovery=$mode stsresize.dev/lost-volume-grace=5s >/dev/null
+node_of() { jp "pod/$1" '{.spec.nodeName}'; }
+uid_of() { jp "$1" '{.metadata.uid}'; }
+declare -A node pod_uid claim_uid volume
+for i in 0 1 2; do
+  node[$i]=$(node_of "web-$i")
+  pod_uid[$i]=$(uid_of "pod/web-$i")
+  claim_uid[$i]=$(uid_of "pvc/data-web-$i")
+  volume[$i]=$(jp "pvc/data-web-$i" '{.spec.volumeName}')
+  # The old volume's directory stays on the host: its files are checked there after the loss.
+  cp "$work/before-web-$i" "$work/volume-before-$i"
+  pv_dir "data-web-$i" >"$work/dir-$i"
+done
+[[ ${node[0]} != "${node[1]}" && ${node[1]} != "${node[2]}" && ${node[0]} != "${node[2]}" ]] ||
+  fail "the replicas share a node: ${node[*]}"
+ok "web-0 on ${node[0]}, web-1 on ${node[1]}, web-2 on ${node[2]}"
+
+[[ $case_name == crash_* ]] || e2e_start_controller controller.log --lost-volume-check-interval 1s
+
+# volume_checksums I: sha256 of every file in the old volume of web-I (on the host).
+volume_checksums() {
+  (cd "$(cat "$work/dir-$1")" && find . -type f ! -name id ! -name marker -print0 | sort -z |
+    xargs -0 sha256sum)
+}
+# untouched I: web-I's pod and claim are the same objects, with the same data.
+untouched() {
+  [[ $(uid_of "pod/web-$1") == "${pod_uid[$1]}" ]] || fail "pod web-$1 was replaced"
+  [[ $(uid_of "pvc/data-web-$1") == "${claim_uid[$1]}" ]] || fail "claim data-web-$1 was replaced"
+  e2e_checksums "data-web-$1" | diff -q - "$work/before-web-$1" >/dev/null ||
+    fail "data of data-web-$1 changed"
+}
+# recovered I: web-I Ready on a live node, on a new empty claim marked with its old volume, which
+# is kept (Retain) with its files.
+recovered() {
+  local i=$1 pv now
+  k wait --for=condition=Ready "pod/web-$i" --timeout=120s >/dev/null || fail "web-$i is not Ready"
+  [[ $(node_of "web-$i") != "${node[$i]}" ]] || fail "web-$i is still on ${node[$i]}"
+  [[ $(uid_of "pvc/data-web-$i") != "${claim_uid[$i]}" ]] || fail "data-web-$i was not replaced"
+  [[ $(jp "pvc/data-web-$i" '{.metadata.annotations.stsresize\.dev/recovered-from}') == "${volume[$i]}" ]] ||
+    fail "data-web-$i is not annotated recovered-from ${volume[$i]}"
+  [[ $(jp "pod/web-$i" '{.metadata.annotations.stsresize\.dev/recovered-from}') == "${volume[$i]}" ]] ||
+    fail "pod web-$i is not annotated recovered-from ${volume[$i]}"
+  pv=$(jp "pvc/data-web-$i" '{.spec.volumeName}')
+  [[ $pv != "${volume[$i]}" ]] || fail "data-web-$i is still on ${volume[$i]}"
+  now=$(cd "$(pv_dir "data-web-$i")" && find . -type f ! -name id ! -name marker)
+  [[ -z $now ]] || fail "the new data-web-$i holds more than the pod wrote: $now"
+  [[ $(kubectl get pv "${volume[$i]}" -o jsonpath='{.spec.persistentVolumeReclaimPolicy}') == Retain ]] ||
+    fail "the lost volume ${volume[$i]} is not kept (Retain)"
+  volume_checksums "$i" | diff -q - "$work/volume-before-$i" >/dev/null ||
+    fail "the files of the lost volume ${volume[$i]} changed"
+  ok "web-$i Ready on $(node_of "web-$i") on a new empty claim ($pv), marked; ${volume[$i]} kept with every file"
+}
+lose() { set_fault lostNodes "$1"; }
+wait_recoveries() {
+  local want=$1 deadline=$((SECONDS + $2)) n
+  while :; do
+    n=$("$stsresize" replay --journal "$work/journal.db" --namespace "$ns" --statefulset web -o json 2>/dev/null |
+      jq '[.rows[] | select(.event == "OperationFinished")] | length' 2>/dev/null || echo 0)
+    [[ $n -ge $want && -z $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}') ]] && return 0
+    ((SECONDS < deadline)) || fail "$want recoveries not ended within $2s ($n)"
+    _e2e_any_controller_alive || fail "the controller exited: $(tail -n 20 "$work/controller.log")"
+    sleep 0.5
+  done
+}
+
+case $case_name in
+  crash_journal_kept | crash_journal_lost)
+    step "lose ${node[1]} and delete its Node; kill -9 after every write"
+    lose "${node[1]}"
+    kubectl delete node "${node[1]}" >/dev/null
+    ended() {
+      [[ -z $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}') &&
+        $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}') == *Recovery* ]]
+    }
+    crashes=0
+    while ! ended; do
+      ((crashes < 40)) || fail "not recovered after 40 crashes"
+      log=run-$crashes.log
+      STSRESIZE_FAILPOINT=after-write:1 e2e_start_controller "$log" --lost-volume-check-interval 1s
+      pid=$controller_pid
+      deadline=$((SECONDS + 120))
+      while kill -0 "$pid" && ((SECONDS < deadline)) && ! ended; do sleep 0.2; done 2>/dev/null
+      if kill -0 "$pid" 2>/dev/null; then
+        ended && break
+        fail "run $crashes still alive after 120s: $(tail -n 20 "$work/$log")"
+      fi
+      status=0
+      { wait "$pid"; } 2>/dev/null || status=$?
+      ((status == 137)) || fail "run $crashes exited $status, not 137 (SIGKILL): $(tail -n 30 "$work/$log")"
+      at=$(grep -F '"failpoint fired"' "$work/$log" | jq -r .at) || true
+      [[ -n $at ]] || fail "run $crashes died without announcing the failpoint: $(tail -n 30 "$work/$log")"
+      note "crash $((crashes + 1)): $at"
+      crashes=$((crashes + 1))
+      if [[ $case_name == crash_journal_lost ]] && ! ended; then
+        rm -f "$work/journal.db" "$work/journal.db-wal" "$work/journal.db-shm"
+      fi
+    done
+    ((crashes >= 6)) || fail "only $crashes crashes: the recovery's writes were not each a crash point"
+    ok "recovered after $crashes crashes"
+    e2e_start_controller controller.log --lost-volume-check-interval 1s
+    recovered 1
+    untouched 0
+    untouched 2
+    # The StatefulSet controller created the replica's claim and pod once more, not twice.
+    [[ $(kubectl get events -n "$ns" --field-selector reason=SuccessfulCreate,involvedObject.name=web \
+      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -c "Pod web-1 in StatefulSet web") -le 2 ]] ||
+      fail "pod web-1 was created more than twice"
+    ;;
+  deleted | manual)
+    step "lose ${node[1]} and delete its Node"
+    lose "${node[1]}"
+    kubectl delete node "${node[1]}" >/dev/null
+    if [[ $case_name == manual ]]; then
+      e2e_wait_event web '^AwaitingApproval: .*AwaitingNode -> ReplacingVolume' 30
+      sleep 15
+      [[ $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}') == AwaitingNode ]] ||
+        fail "not waiting in AwaitingNode"
+      for i in 0 1 2; do untouched "$i"; done
+      ok "waits for approval, nothing touched"
+      "$stsresize" advance "$ns/web" --kubeconfig "$KUBECONFIG" --approve >/dev/null ||
+        fail "advance --approve failed"
+    fi
+    wait_recoveries 1 180
+    recovered 1
+    untouched 0
+    untouched 2
+    ;;
+  out_of_service)
+    step "lose ${node[1]} and taint it out-of-service"
+    lose "${node[1]}"
+    kubectl taint node "${node[1]}" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute >/dev/null
+    wait_recoveries 1 180
+    recovered 1
+    untouched 0
+    untouched 2
+    ;;
+  not_ready)
+    step "lose ${node[1]} for 20 s, not deleted"
+    lose "${node[1]}"
+    e2e_wait_event web '^NodeNotReady: node '"${node[1]}" 90
+    sleep 20
+    [[ -z $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/state}') ]] ||
+      fail "an operation started for a node only NotReady"
+    clear_fault lostNodes
+    kubectl wait --for=condition=Ready "node/${node[1]}" --timeout=60s >/dev/null ||
+      fail "${node[1]} did not come back"
+    k wait --for=condition=Ready pod/web-1 --timeout=60s >/dev/null || fail "web-1 did not come back"
+    sleep 5
+    [[ -z $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/last-operation}') ]] ||
+      fail "an operation ran"
+    untouched 1
+    untouched 0
+    untouched 2
+    ok "nothing done while ${node[1]} was NotReady, nor after it came back"
+    ;;
+  two_nodes)
+    step "lose ${node[0]} and ${node[2]} and delete them"
+    lose "${node[0]},${node[2]}"
+    kubectl delete node "${node[0]}" "${node[2]}" >/dev/null
+    wait_recoveries 2 300
+    recovered 0
+    recovered 2
+    untouched 1
+    ;;
+esac
+
+# (A process killed right after a write may not have sent the Event that follows it.)
+if [[ $case_name != not_ready && $case_name != crash_* ]]; then
+  e2e_wait_event web '^VolumeReplaced: ' 30
+  e2e_wait_event web '^RecoveryCompleted: .*kubectl delete pv' 30
+  e2e_replay "$work/journal.db"
+  ok "Events VolumeReplaced and RecoveryCompleted; the journal replays"
+elif [[ $case_name == crash_journal_kept ]]; then
+  e2e_replay "$work/journal.db"
+  ok "the journal replays"
+fi
+e2e_stop_controller "$controller_pid"
