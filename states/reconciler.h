@@ -94,9 +94,9 @@ class Reconciler {
   // "ns/name" -> the nodes reported NotReady under it (a lost-volume recovery's watch), so each
   // is reported once while it stays so.
   std::map<std::string, std::set<std::string>> reported_not_ready_;
-  // Node name -> when this process last saw it not gone (a lost-volume recovery's check): a
-  // claim created or bound after that may have been bound after the loss, and is never taken
-  // for a lost one.
+  // Node name -> when this process last saw it Ready (a lost-volume recovery's check): a claim
+  // created or bound after that may have been bound after the loss, and is never taken for a
+  // lost one.
   std::map<std::string, TimePoint> node_seen_;
   // "ns/name" -> the denial last reported on it as an event.
   std::map<std::string, PermissionDenial> reported_denials_;

@@ -44,9 +44,12 @@ std::optional<ReconcileResult> Reconciler::Session::start_recovery() {
   if (spec.contains("ordinals") && spec["ordinals"].is_object()) {
     start = spec["ordinals"].value("start", 0);
   }
-  auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
+  // Looked at every check interval: the claims and pods from the caches when there are any
+  // (a claim that may be lost is read again live below), volumes and nodes live (not cached).
+  Kubernetes& lists = r_.tracked_cached_ ? *r_.tracked_cached_ : r_.kube_;
+  auto claims = lists.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
-  auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
+  auto pods = lists.list(Kind::Pod, ref_.ns);
   if (!pods) return retry("listing pods: " + pods.error().message);
   std::map<std::string, const Json*> claim_by_name;
   for (const Json& claim : claims->items) claim_by_name[k8s::name(claim).value_or("")] = &claim;
@@ -72,7 +75,9 @@ std::optional<ReconcileResult> Reconciler::Session::start_recovery() {
     if (known != nodes.end()) return known->second;
     auto node = found(r_.kube_.get(ObjectRef{Kind::Node, "", name}), error);
     const NodeView view = view_node(node);
-    if (!error && view.health != NodeHealth::Gone) r_.node_seen_[name] = now;
+    // Last seen Ready: a node NotReady may already be dead, and a claim bound to one of its
+    // volumes since holds nothing of a replica.
+    if (!error && view.health == NodeHealth::Ready) r_.node_seen_[name] = now;
     return nodes.emplace(name, view).first->second;
   };
   std::set<std::string> not_ready;
@@ -102,7 +107,7 @@ std::optional<ReconcileResult> Reconciler::Session::start_recovery() {
       if (error) return retry("reading claim " + name + ": " + error->message);
       if (!live) continue;
       // When the node was lost, as well as this process knows: the taint's time, else the
-      // last time it saw the node, else now (a controller started after the loss: the volume
+      // last time it saw the node Ready, else now (a controller started after the loss: the volume
       // binder places no new claim on a node that is gone, so an older claim is the replica's).
       TimePoint lost_at = now;
       if (view.since && *view.since < lost_at) lost_at = *view.since;

@@ -279,25 +279,36 @@ TEST_F(Recovery, AnAbortBeforeTheDeleteKeepsEveryClaimAndLabelsTheSet) {
   manual.expect_journal_consistent();
 }
 
-// A claim created after the node was last seen (a scale-up whose claim was bound to a volume of
-// that node: a static local volume) holds nothing of a replica: never taken for a lost one, while
-// the replica that ran there is recovered.
-TEST_F(Recovery, AClaimCreatedAfterTheNodeWasLastSeenIsNeverTaken) {
-  Reconciler reconciler{world.kube, journal, world.clock, world.events};
-  until(reconciler, "the nodes seen", [&] { return true; });
-  world.settle(3);
-  world.kube.mutate_raw(world.sts(), [](Json& live) { live["spec"]["replicas"] = 4; });
-  world.settle(4);
-  pin("data-web-3", node_name(1));
-  pin("logs-web-3", node_name(1));
-  const std::string fresh_uid = (*claim("data-web-3"))["metadata"]["uid"];
-  delete_node(node_name(1));
-  until_recovered(reconciler);
-  expect_recovered(1);
+// A claim created after the node was last seen Ready (a scale-up whose claim was bound to a
+// volume of that node: a static local volume) holds nothing of a replica: never taken for a lost
+// one, while the replica that ran there is recovered. `not_ready_first`: the node was NotReady
+// (seen so) before that claim, and only then deleted; a node NotReady may already be dead.
+void expect_fresh_claim_never_taken(RecoveryWorld& w, bool not_ready_first) {
+  Reconciler reconciler{w.world.kube, w.journal, w.world.clock, w.world.events};
+  w.until(reconciler, "the nodes seen", [&] { return true; });
+  if (not_ready_first) w.set_ready(node_name(1), false);
+  w.run_for(reconciler, 3);
+  w.world.kube.mutate_raw(w.world.sts(), [](Json& live) { live["spec"]["replicas"] = 4; });
+  w.world.settle(4);
+  w.pin("data-web-3", node_name(1));
+  w.pin("logs-web-3", node_name(1));
+  const std::string fresh_uid = (*w.claim("data-web-3"))["metadata"]["uid"];
+  if (not_ready_first) w.run_for(reconciler, 5);
+  w.delete_node(node_name(1));
+  w.until_recovered(reconciler);
+  w.expect_recovered(1);
   // A recovery of ordinal 3 would have begun at the next check: none did.
-  run_for(reconciler, 60);
-  EXPECT_EQ((*claim("data-web-3"))["metadata"]["uid"], fresh_uid);
-  EXPECT_EQ(std::ranges::count(journal_types(), "ReplicaLost"), 1);
+  w.run_for(reconciler, 60);
+  EXPECT_EQ((*w.claim("data-web-3"))["metadata"]["uid"], fresh_uid);
+  EXPECT_EQ(std::ranges::count(w.journal_types(), "ReplicaLost"), 1);
+}
+
+TEST_F(Recovery, AClaimCreatedAfterTheNodeWasLastSeenIsNeverTaken) {
+  expect_fresh_claim_never_taken(*this, false);
+}
+
+TEST_F(Recovery, AClaimCreatedWhileTheNodeWasNotReadyIsNeverTaken) {
+  expect_fresh_claim_never_taken(*this, true);
 }
 
 // Two nodes lost at once: one recovery at a time, and the second only once the first recovered
