@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include "adapters/app/credentials.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/namespaces.h"
@@ -10,8 +12,10 @@
 #include "adapters/journal/sqlite_journal.h"
 #include "adapters/kube/http_kubernetes.h"
 #include "engine/annotations.h"
+#include "engine/k8s_objects.h"
 #include "engine/naming.h"
 #include "engine/resize_request.h"
+#include "engine/vocabulary.h"
 
 namespace stsresize::cli {
 
@@ -389,6 +393,27 @@ int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluste
   auto events = list_all(kube, Kind::Event, ns, about);
   if (!events) {
     return cluster_error(err, "describe", cluster, "list events " + where(ns), events.error());
+  }
+  // The replica claims a lost-volume recovery created afresh carry no label of ours: one list of
+  // the namespace's claims, kept by name (<template>-<name>-<ordinal>) and annotation.
+  auto every_claim = list_all(kube, Kind::PersistentVolumeClaim, ns, {});
+  if (!every_claim) {
+    return cluster_error(err, "describe", cluster, "list persistentvolumeclaims " + where(ns),
+                         every_claim.error());
+  }
+  if (auto templates = k8s::claim_templates(input.statefulset); templates) {
+    for (Json& claim : *every_claim) {
+      auto from = k8s::annotation(claim, kRecoveredFromAnnotation);
+      if (!from || !from->has_value()) continue;
+      const std::string claim_name = k8s::name(claim).value_or("");
+      const bool of_this_set = std::ranges::any_of(*templates, [&](const k8s::ClaimTemplate& t) {
+        const std::string prefix = t.name + "-" + name + "-";
+        return claim_name.starts_with(prefix) && claim_name.size() > prefix.size() &&
+               std::ranges::all_of(claim_name.substr(prefix.size()),
+                                   [](char c) { return c >= '0' && c <= '9'; });
+      });
+      if (of_this_set) input.recovered.push_back(std::move(claim));
+    }
   }
   input.claims = std::move(*claims);
   input.jobs = std::move(*jobs);

@@ -831,6 +831,26 @@ void describe_related(std::string& out, const DescribeInput& input, const Status
   }
 }
 
+// What lost-volume recoveries left: the lost volumes, kept (Retain) for a person to salvage or
+// delete; the new claims carry their names.
+void describe_recovered(std::string& out, const DescribeInput& input) {
+  if (input.recovered.empty()) return;
+  out +=
+      "\nRecovered replicas (new, empty claims; the data was on volumes lost with their node):\n";
+  std::vector<Cells> table{{"CLAIM", "LOST VOLUME"}};
+  std::string volumes;
+  for (const Json& claim : input.recovered) {
+    const std::string volume = annotation_or_empty(claim, kRecoveredFromAnnotation);
+    table.push_back({string_at(claim, {"metadata", "name"}), or_dash(volume)});
+    if (!volume.empty()) volumes += " " + volume;
+  }
+  out += columns(table, "  ");
+  out +=
+      "  The lost volumes were kept (Retain) in case their node came back; once nothing is to be\n"
+      "  salvaged from them (if they are still there):\n    kubectl delete pv" +
+      volumes + "\n";
+}
+
 void describe_journal(std::string& out, const DescribeInput& input, TimePoint now) {
   if (!input.journal) return;
   out += "\nJournal " + *input.journal + ":";
@@ -994,6 +1014,7 @@ std::string render_describe(const DescribeInput& input, TimePoint now) {
       break;
   }
   describe_related(out, input, *row, now);
+  describe_recovered(out, input);
   describe_journal(out, input, now);
   describe_events(out, input, now);
   return out;

@@ -104,6 +104,9 @@ struct DescribeInput {
   std::vector<Json> claims;  // labelled stsresize.dev/statefulset=<name>
   std::vector<Json> jobs;    // labelled stsresize.dev/statefulset=<name>
   std::vector<Json> events;  // Events whose involvedObject is the StatefulSet
+  // The StatefulSet's claims a lost-volume recovery created afresh (annotated
+  // stsresize.dev/recovered-from: the lost volume, kept Retain until a person deletes it).
+  std::vector<Json> recovered;
   // The planned source claims the operation has not recorded deleted, as read (absent ones
   // left out): SOURCE says "kept" only of one that is there, the same object and not going
   // ("deleting", "replaced", "gone" otherwise). nullopt: not read, SOURCE as the state says.

@@ -311,6 +311,24 @@ TEST(StatusView, Describe_FailedInRestoringSaysWhereTheDataIsAndHowToResume) {
       std::string::npos);
 }
 
+// What lost-volume recoveries left: each recovered claim, the volume lost with its node, and
+// the command to delete those volumes once nothing is to be salvaged.
+TEST(StatusView, Describe_ListsRecoveredClaimsAndHowToDeleteTheirLostVolumes) {
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::Completed, 5min);
+  std::string text = render_describe(input, kStatusNow);
+  EXPECT_EQ(text.find("Recovered replicas"), std::string::npos) << text;
+  input.recovered.push_back(
+      Json{{"metadata",
+            {{"name", "data-web-1"},
+             {"namespace", "shop"},
+             {"annotations", {{std::string{kRecoveredFromAnnotation}, "pvc-lost-1"}}}}}});
+  text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("Recovered replicas"), std::string::npos) << text;
+  EXPECT_NE(text.find("data-web-1   pvc-lost-1"), std::string::npos) << text;
+  EXPECT_NE(text.find("kubectl delete pv pvc-lost-1\n"), std::string::npos) << text;
+}
+
 // A drain: its ordinals, their claims, cleanup pods and what became of each; failed, what is
 // kept and how to drain the rest.
 TEST(StatusView, Describe_ADrainShowsItsOrdinalsAndFailedSaysTheClaimsAreKept) {
