@@ -16,9 +16,16 @@
 #                   a Warning NodeNotReady; then N comes back Ready and nothing is done either.
 #   manual          mode manual, N deleted: the recovery waits in AwaitingNode for approval for
 #                   15 s with every uid the same; `stsresize advance --approve`, then as deleted.
+#                   (deleted and manual: then `stsresize describe` lists the lost volume and the
+#                   command to delete it.)
 #   two_nodes       the nodes of web-0 and web-2 deleted at once: two recoveries one after the
 #                   other (the second starts after the first ended), both replicas Ready on new
 #                   claims, web-1 untouched.
+#   fresh_claim     N lost (NotReady) first; then a claim data-web-3 is bound by hand to a volume
+#                   pinned to N (a static local volume) and the set scaled to 4 (web-3 Pending on
+#                   it), then N deleted: web-1 is recovered as in deleted; data-web-3, created
+#                   after N was last seen Ready, is never touched (same uid 15 s after, one
+#                   recovery in the journal).
 #   crash_journal_kept, crash_journal_lost
 #                   as deleted, but every controller process is SIGKILLed right after its first
 #                   write (failpoint after-write:1: each state annotation, the Retain, each delete,
@@ -26,11 +33,11 @@
 #                   journal_lost deletes the journal after every crash. Each run died of SIGKILL
 #                   at the write it announced; then the same checks as deleted, the new claim and
 #                   pod created once (no second replacement).
-#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|crash_journal_kept|crash_journal_lost
-usage="deleted|out_of_service|not_ready|manual|two_nodes|crash_journal_kept|crash_journal_lost"
+#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|crash_journal_kept|crash_journal_lost
+usage="deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|crash_journal_kept|crash_journal_lost"
 case_name=${2:?$usage}
 case $case_name in
-  deleted | out_of_service | not_ready | manual | two_nodes | crash_journal_kept | crash_journal_lost) ;;
+  deleted | out_of_service | not_ready | manual | two_nodes | fresh_claim | crash_journal_kept | crash_journal_lost) ;;
   *)
     echo "usage: $0 STSRESIZE_BINARY $usage" >&2
     exit 2
@@ -184,6 +191,10 @@ case $case_name in
     recovered 1
     untouched 0
     untouched 2
+    described=$("$stsresize" describe "$ns/web" --kubeconfig "$KUBECONFIG") || fail "describe failed"
+    [[ $described == *"Recovered replicas"* && $described == *"kubectl delete pv ${volume[1]}"* ]] ||
+      fail "describe does not list the lost volume ${volume[1]} with its delete: $described"
+    ok "describe lists data-web-1's lost volume and the command to delete it"
     ;;
   out_of_service)
     step "lose ${node[1]} and taint it out-of-service"
@@ -212,6 +223,61 @@ case $case_name in
     untouched 0
     untouched 2
     ok "nothing done while ${node[1]} was NotReady, nor after it came back"
+    ;;
+  fresh_claim)
+    step "lose ${node[1]}; then a claim bound to a volume of ${node[1]}, the set scaled to 4"
+    lose "${node[1]}"
+    e2e_wait_event web '^NodeNotReady: node '"${node[1]}" 90
+    sleep 3
+    static=$nodesim_dir/volumes/static-$ns
+    mkdir -p "$static"
+    kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: static-$ns
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: sim-fixed
+  hostPath: {path: $static, type: DirectoryOrCreate}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: kubernetes.io/hostname, operator: In, values: [${node[1]}]}
+EOF
+    k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-web-3
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: sim-fixed
+  volumeName: static-$ns
+  resources: {requests: {storage: 1Gi}}
+EOF
+    deadline=$((SECONDS + 60))
+    until [[ $(jp pvc/data-web-3 '{.status.phase}') == Bound ]]; do
+      ((SECONDS < deadline)) || fail "data-web-3 not Bound to static-$ns"
+      sleep 0.5
+    done
+    fresh=$(uid_of pvc/data-web-3)
+    k scale statefulset web --replicas 4 >/dev/null
+    sleep 3
+    kubectl delete node "${node[1]}" >/dev/null
+    wait_recoveries 1 180
+    recovered 1
+    untouched 0
+    untouched 2
+    sleep 15
+    [[ $(uid_of pvc/data-web-3) == "$fresh" ]] || fail "data-web-3, bound after the loss, was replaced"
+    n=$("$stsresize" replay --journal "$work/journal.db" --namespace "$ns" --statefulset web -o json |
+      jq '[.rows[] | select(.event == "ReplicaLost")] | length')
+    [[ $n == 1 ]] || fail "$n recoveries, not 1"
+    ok "data-web-3, bound to a volume of ${node[1]} after it was last seen Ready, untouched"
     ;;
   two_nodes)
     step "lose ${node[0]} and ${node[2]} and delete them"
