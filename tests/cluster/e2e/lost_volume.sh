@@ -26,6 +26,12 @@
 #                   it), then N deleted: web-1 is recovered as in deleted; data-web-3, created
 #                   after N was last seen Ready, is never touched (same uid 15 s after, one
 #                   recovery in the journal).
+#   podgc_first     as deleted with a grace of 90s, as in real life longer than the 40 s after which
+#                   kube-controller-manager's pod garbage collector force-deletes a pod whose node
+#                   is gone: web-1 is replaced by a new pod, Pending and placed nowhere, while the
+#                   recovery waits; the recovery then deletes the claim (which that pod does not
+#                   hold), leaves the pod, and the StatefulSet controller gives it a new claim: as
+#                   deleted.
 #   crash_journal_kept, crash_journal_lost
 #                   as deleted, but every controller process is SIGKILLed right after its first
 #                   write (failpoint after-write:1: each state annotation, the Retain, each delete,
@@ -33,11 +39,11 @@
 #                   journal_lost deletes the journal after every crash. Each run died of SIGKILL
 #                   at the write it announced; then the same checks as deleted, the new claim and
 #                   pod created once (no second replacement).
-#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|crash_journal_kept|crash_journal_lost
-usage="deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|crash_journal_kept|crash_journal_lost"
+#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|podgc_first|crash_journal_kept|crash_journal_lost
+usage="deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|podgc_first|crash_journal_kept|crash_journal_lost"
 case_name=${2:?$usage}
 case $case_name in
-  deleted | out_of_service | not_ready | manual | two_nodes | fresh_claim | crash_journal_kept | crash_journal_lost) ;;
+  deleted | out_of_service | not_ready | manual | two_nodes | fresh_claim | podgc_first | crash_journal_kept | crash_journal_lost) ;;
   *)
     echo "usage: $0 STSRESIZE_BINARY $usage" >&2
     exit 2
@@ -278,6 +284,27 @@ EOF
       jq '[.rows[] | select(.event == "ReplicaLost")] | length')
     [[ $n == 1 ]] || fail "$n recoveries, not 1"
     ok "data-web-3, bound to a volume of ${node[1]} after it was last seen Ready, untouched"
+    ;;
+  podgc_first)
+    step "lose ${node[1]} and delete its Node; a grace long enough for the pod garbage collector"
+    k annotate statefulset web --overwrite stsresize.dev/lost-volume-grace=90s >/dev/null
+    lose "${node[1]}"
+    kubectl delete node "${node[1]}" >/dev/null
+    # kube-controller-manager's pod GC force-deletes a pod whose node is gone after 40 s; the
+    # StatefulSet controller creates it again, Pending, placed nowhere (its volume's node is gone).
+    deadline=$((SECONDS + 120))
+    until [[ $(uid_of pod/web-1 2>/dev/null) != "${pod_uid[1]}" && -n $(uid_of pod/web-1 2>/dev/null) ]]; do
+      ((SECONDS < deadline)) || fail "the pod garbage collector did not replace web-1 within 120s"
+      sleep 1
+    done
+    [[ $(jp statefulset/web '{.metadata.annotations.stsresize\.dev/phase}') == AwaitingNode ]] ||
+      fail "the recovery left AwaitingNode before the pod garbage collector acted"
+    [[ -z $(node_of web-1) ]] || fail "the new web-1 was placed on $(node_of web-1)"
+    ok "web-1 replaced by the pod garbage collector and Pending while the recovery waits"
+    wait_recoveries 1 240
+    recovered 1
+    untouched 0
+    untouched 2
     ;;
   two_nodes)
     step "lose ${node[0]} and ${node[2]} and delete them"
