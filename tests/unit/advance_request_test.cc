@@ -185,11 +185,10 @@ TEST(Abort, OnlyPhasesBeforeASourceDeleteAreAbortable) {
     SCOPED_TRACE(to_string(phase));
     // A drain deletes nothing before DeletingClaims: Draining is abortable too; a recovery
     // nothing before ReplacingVolume (whose sample has deleted its lost claim: not abortable).
-    const bool abortable = phase == Phase::Measuring || phase == Phase::Planning ||
-                           phase == Phase::PreCopying || phase == Phase::ScalingDown ||
-                           phase == Phase::BackingUp || phase == Phase::Recreating ||
-                           phase == Phase::Draining || phase == Phase::StoppingReplica ||
-                           phase == Phase::AwaitingNode;
+    const bool abortable =
+        phase == Phase::Measuring || phase == Phase::Planning || phase == Phase::PreCopying ||
+        phase == Phase::ScalingDown || phase == Phase::BackingUp || phase == Phase::Recreating ||
+        phase == Phase::Draining || phase == Phase::StoppingReplica || phase == Phase::AwaitingNode;
     const std::string why = abort_refusal(copy_operation(phase, 0));
     EXPECT_EQ(why.empty(), abortable) << why;
     if (!why.empty()) {
