@@ -14,8 +14,7 @@ StepOutcome await_node_step(StepContext& ctx) {
   auto node = recovery::node_now(ctx);
   if (!node) return node.error();
   if (node->health != NodeHealth::Gone) {
-    return steps::record_and_continue(
-        ctx, entries::RecoveryCancelled{recovery::back_reason(lost, *node)});
+    return steps::record_and_continue(ctx, entries::RecoveryCancelled{recovery::back_reason(lost)});
   }
   const auto waited = std::chrono::duration_cast<Duration>(ctx.clock.now() - ctx.op.started);
   if (waited < lost.grace) {

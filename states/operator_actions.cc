@@ -182,23 +182,14 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
   if (resumes_in_place(op_)) return take_resume(text, request);
   auto claims = r_.kube_.list(Kind::PersistentVolumeClaim, ref_.ns);
   if (!claims) return retry("listing claims: " + claims.error().message);
-  if (op_.kind == OperationKind::Recovery) {
-    if (auto allowed =
-            check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items, {}, {});
-        !allowed) {
-      return refused(text, request, allowed.error());
+  // A drain or a recovery is retried as a new one, planned from the cluster as it is now.
+  if (op_.kind == OperationKind::Drain || op_.kind == OperationKind::Recovery) {
+    std::expected<std::string, std::string> wanted = std::string{};
+    if (op_.kind == OperationKind::Drain) {
+      auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
+      if (!pods) return retry("listing pods: " + pods.error().message);
+      wanted = wanted_drain(sts_, claims->items, pods->items);
     }
-    if (auto appended = append_all({accepted(request)}); !appended) return retry(appended.error());
-    consumed_advance_ = text;
-    clear_failed_label_ = true;
-    retry_of_ = std::pair{op_.id, request.by};
-    if (auto started = start_recovery()) return *started;
-    return idle();
-  }
-  if (op_.kind == OperationKind::Drain) {
-    auto pods = r_.kube_.list(Kind::Pod, ref_.ns);
-    if (!pods) return retry("listing pods: " + pods.error().message);
-    const auto wanted = wanted_drain(sts_, claims->items, pods->items);
     if (auto allowed =
             check_retry(request, op_, PhaseMachine::rules(op_.kind), claims->items, {}, wanted);
         !allowed) {
@@ -208,7 +199,8 @@ std::optional<ReconcileResult> Reconciler::Session::take_retry(const std::string
     consumed_advance_ = text;
     clear_failed_label_ = true;
     retry_of_ = std::pair{op_.id, request.by};
-    if (auto started = start_drain()) return *started;
+    auto started = op_.kind == OperationKind::Drain ? start_drain() : start_recovery();
+    if (started) return *started;
     return idle();
   }
   auto jobs = r_.kube_.list(Kind::Job, ref_.ns);

@@ -10,8 +10,7 @@ std::expected<NodeView, StepOutcome> node_now(StepContext& ctx) {
   return view_node(*node);
 }
 
-std::string back_reason(const LostReplica& lost, const NodeView& now) {
-  (void)now;
+std::string back_reason(const LostReplica& lost) {
   return "node " + lost.node + " is back (" +
          (lost.gone == "deleted" ? std::string{"registered again"}
                                  : "taint " + std::string{kOutOfServiceTaint} + " removed") +

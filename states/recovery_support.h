@@ -12,7 +12,7 @@ namespace stsresize::recovery {
 // The lost node as it is now (NotFound: deleted).
 std::expected<NodeView, StepOutcome> node_now(StepContext& ctx);
 // "node sim-node-1 is back (registered again)": why a recovery ends with nothing more done.
-std::string back_reason(const LostReplica& lost, const NodeView& now);
+std::string back_reason(const LostReplica& lost);
 // "<sts>-<ordinal>".
 std::string pod_name(const Operation& op);
 // "pvc-a, pvc-b": the lost volumes.

@@ -47,7 +47,7 @@ StepOutcome replace_volume_step(StepContext& ctx) {
   auto node = recovery::node_now(ctx);
   if (!node) return node.error();
   if (node->health != NodeHealth::Gone && !lost.any_deleted()) {
-    return record_and_continue(ctx, entries::RecoveryCancelled{recovery::back_reason(lost, *node)});
+    return record_and_continue(ctx, entries::RecoveryCancelled{recovery::back_reason(lost)});
   }
   for (const LostClaim& c : lost.claims) {
     if (c.deleted) continue;
