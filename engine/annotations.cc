@@ -57,12 +57,12 @@ std::expected<std::optional<Operation>, std::string> read_operation(const Json& 
   const std::string uid = metadata_string(statefulset, "uid");
   // While an explicit request re-creates the StatefulSet, the new object carries the state
   // written into its definition, which still names the old uid until StatefulSetRecreated.
-  // So does the object a rolling resize creates again after each ordinal (states/rolling.h).
+  // So does the object a paused StatefulSet's resume creates (states/rolling.h: a rolling
+  // resize after each ordinal, a recovery after its re-seed).
   const bool recreated_object =
       (operation->phase == Phase::UpdatingTemplate && !operation->template_changes.empty() &&
        !operation->statefulset_recreated) ||
-      (operation->strategy == Strategy::Rolling &&
-       (operation->phase == Phase::StartingReplica || operation->phase == Phase::ScalingBack));
+      resumes_statefulset(*operation);
   if (operation->ns != ns || operation->statefulset != name ||
       (operation->sts_uid != uid && !recreated_object)) {
     return std::unexpected("annotation " + std::string{kStateAnnotation} + " describes " +

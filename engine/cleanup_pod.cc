@@ -129,9 +129,13 @@ std::expected<bool, std::string> selector_matches(const Json& selector, const Js
   return matches;
 }
 
-std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int ordinal,
-                                                 std::string_view operation_id) {
+namespace {
+
+std::expected<Json, CleanupPodError> template_pod(PodUse use, const Json& statefulset, int ordinal,
+                                                  std::string_view operation_id) {
+  const bool cleanup = use == PodUse::Cleanup;
   CleanupPodError error;
+  error.use = use;
   auto sts_name = k8s::name(statefulset);
   auto ns = k8s::namespace_of(statefulset);
   error.statefulset = (ns ? *ns : std::string{}) + "/" + (sts_name ? *sts_name : std::string{});
@@ -150,16 +154,19 @@ std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int or
   if (!ns) return unreadable(ns.error());
   if (ordinal < 0) return fail(CleanupPodProblem::NegativeOrdinal, {}, std::to_string(ordinal));
 
-  // --- the template, from either key ---
-  auto primary = k8s::annotation(statefulset, kScaledownPodTemplateAnnotation);
+  // --- the template, from either key (a re-seed has one) ---
+  auto primary = k8s::annotation(
+      statefulset, cleanup ? kScaledownPodTemplateAnnotation : kRecoveryPodTemplateAnnotation);
   if (!primary) return unreadable(primary.error());
-  auto alias = k8s::annotation(statefulset, kScaledownPodTemplateAlias);
+  auto alias = cleanup ? k8s::annotation(statefulset, kScaledownPodTemplateAlias)
+                       : k8s::Result<std::optional<std::string>>{std::nullopt};
   if (!alias) return unreadable(alias.error());
   const bool has_primary = *primary && !(*primary)->empty();
   const bool has_alias = *alias && !(*alias)->empty();
   if (!has_primary && !has_alias) return fail(CleanupPodProblem::NoTemplate);
-  error.key =
-      std::string{has_primary ? kScaledownPodTemplateAnnotation : kScaledownPodTemplateAlias};
+  error.key = std::string{!cleanup      ? kRecoveryPodTemplateAnnotation
+                          : has_primary ? kScaledownPodTemplateAnnotation
+                                        : kScaledownPodTemplateAlias};
   const std::string text = has_primary ? **primary : **alias;
   if (has_primary && has_alias && **primary != **alias) {
     // The same Pod written differently (spacing, key order) is the same template.
@@ -192,16 +199,19 @@ std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int or
                   "an object of strings");
     }
   }
-  const std::string pod_name = *sts_name + "-" + std::to_string(ordinal);
+  // The replica's name, its identity: a cleanup pod takes its place; a re-seed pod runs beside
+  // the name the replica gets back.
+  const std::string replica_name = *sts_name + "-" + std::to_string(ordinal);
+  const std::string pod_name = cleanup ? replica_name : naming::reseed_pod(*sts_name, ordinal);
   metadata["name"] = pod_name;
   metadata["namespace"] = *ns;
   Json& labels = metadata["labels"];
-  labels[std::string{kScaledownPodLabel}] = naming::label_value(pod_name);
+  if (cleanup) labels[std::string{kScaledownPodLabel}] = naming::label_value(pod_name);
   labels[std::string{kOperationLabel}] = naming::label_value(operation_id);
   labels[std::string{kStatefulSetLabel}] = naming::label_value(*sts_name);
-  labels[std::string{kPurposeLabel}] = kDrainPurpose;
+  labels[std::string{kPurposeLabel}] = cleanup ? kDrainPurpose : kReseedPurpose;
   Json& annotations = metadata["annotations"];
-  annotations[std::string{kScaledownPodOwnerAnnotation}] = *sts_name;
+  if (cleanup) annotations[std::string{kScaledownPodOwnerAnnotation}] = *sts_name;
   annotations[std::string{kOperationLabel}] = operation_id;
 
   // --- spec ---
@@ -225,12 +235,13 @@ std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int or
     }
   }
   if (const Json* policy = find(spec, "restartPolicy"); is_unset(policy)) {
-    spec["restartPolicy"] = "OnFailure";
-  } else if (policy->get<std::string>() != "OnFailure") {
-    return fail(CleanupPodProblem::RestartPolicy, {}, policy->get<std::string>());
+    spec["restartPolicy"] = cleanup ? "OnFailure" : "Never";
+  } else if (const std::string& given = policy->get_ref<const std::string&>();
+             cleanup ? given != "OnFailure" : given != "Never" && given != "OnFailure") {
+    return fail(CleanupPodProblem::RestartPolicy, {}, given);
   }
   // The replica's identity: apps key transaction logs and membership on the hostname.
-  if (is_unset(find(spec, "hostname"))) spec["hostname"] = pod_name;
+  if (is_unset(find(spec, "hostname"))) spec["hostname"] = replica_name;
   if (is_unset(find(spec, "subdomain"))) {
     const Json* sts_spec = find(statefulset, "spec");
     const Json* service =
@@ -302,6 +313,23 @@ std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int or
               {"spec", std::move(spec)}};
 }
 
+}  // namespace
+
+std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int ordinal,
+                                                 std::string_view operation_id) {
+  return template_pod(PodUse::Cleanup, statefulset, ordinal, operation_id);
+}
+
+std::expected<Json, CleanupPodError> reseed_pod(const Json& statefulset, int ordinal,
+                                                std::string_view operation_id) {
+  return template_pod(PodUse::Reseed, statefulset, ordinal, operation_id);
+}
+
+bool has_reseed_template(const Json& statefulset) {
+  auto text = k8s::annotation(statefulset, kRecoveryPodTemplateAnnotation);
+  return text && *text && !(*text)->empty();
+}
+
 bool is_cleanup_pod(const Json& pod, std::string_view sts_name) {
   auto owner = k8s::annotation(pod, kScaledownPodOwnerAnnotation);
   return owner && *owner && **owner == sts_name;
@@ -309,9 +337,15 @@ bool is_cleanup_pod(const Json& pod, std::string_view sts_name) {
 
 std::string explain(const CleanupPodError& error) {
   const std::string sts = "StatefulSet " + error.statefulset + ": ";
-  const std::string the_template = "the cleanup pod template (annotation " + error.key + ")";
+  const bool cleanup = error.use == PodUse::Cleanup;
+  const std::string pod = cleanup ? "cleanup pod" : "re-seed pod";
+  const std::string the_template = "the " + pod + " template (annotation " + error.key + ")";
   switch (error.problem) {
     case CleanupPodProblem::NoTemplate:
+      if (!cleanup) {
+        return sts + "no re-seed pod template: annotation " +
+               std::string{kRecoveryPodTemplateAnnotation} + " is not set";
+      }
       return sts + "no cleanup pod template: neither annotation " +
              std::string{kScaledownPodTemplateAnnotation} + " nor " +
              std::string{kScaledownPodTemplateAlias} + " is set";
@@ -330,18 +364,22 @@ std::string explain(const CleanupPodError& error) {
     case CleanupPodProblem::TemplateMalformed:
       return sts + the_template + ": " + error.field + " must be " + error.detail;
     case CleanupPodProblem::RestartPolicy:
+      if (!cleanup) {
+        return sts + the_template + " has spec.restartPolicy " + quote(error.value) +
+               ": a re-seed pod runs once (leave restartPolicy unset, or set Never or OnFailure)";
+      }
       return sts + the_template + " has spec.restartPolicy " + quote(error.value) +
              ": a cleanup pod must restart OnFailure (leave restartPolicy unset or set OnFailure)";
     case CleanupPodProblem::MatchesSelector:
-      return sts + "the cleanup pod's labels match the StatefulSet's selector (" + error.detail +
+      return sts + "the " + pod + "'s labels match the StatefulSet's selector (" + error.detail +
              "), so the StatefulSet controller would adopt the pod: give " + the_template +
              " labels the selector does not match";
     case CleanupPodProblem::NegativeOrdinal:
-      return sts + "no cleanup pod for ordinal " + error.value + ": ordinals are 0 or more";
+      return sts + "no " + pod + " for ordinal " + error.value + ": ordinals are 0 or more";
     case CleanupPodProblem::StatefulSetUnreadable:
-      return "cannot build a cleanup pod: " + error.detail;
+      return "cannot build a " + pod + ": " + error.detail;
   }
-  return sts + "cannot build a cleanup pod";
+  return sts + "cannot build a " + pod;
 }
 
 }  // namespace stsresize

@@ -20,6 +20,14 @@ namespace stsresize {
 // whether they agree is cleanup_pod()'s question (TemplatesDiffer).
 std::optional<std::string> scaledown_pod_template(const Json& statefulset);
 
+// What a pod built from one of a StatefulSet's pod template annotations is for. The two share the
+// template's shape and the rules below; they differ in the annotation, the pod's name, labels
+// and restart policy.
+enum class PodUse {
+  Cleanup,  // the scale-down drain's cleanup pod (kScaledownPodTemplateAnnotation, its alias)
+  Reseed,   // a recovered replica's re-seed pod (kRecoveryPodTemplateAnnotation)
+};
+
 enum class CleanupPodProblem {
   NoTemplate,            // neither annotation is set
   TemplatesDiffer,       // both are set, to different Pods (key, other_key)
@@ -28,13 +36,14 @@ enum class CleanupPodProblem {
   NoSpec,                // the template has no spec object
   NoContainers,          // spec.containers is absent or empty
   TemplateMalformed,     // `field` of the template has the wrong type (detail: what it should be)
-  RestartPolicy,         // spec.restartPolicy is `value`, not OnFailure
+  RestartPolicy,         // spec.restartPolicy is `value`: not OnFailure (cleanup), Always (re-seed)
   MatchesSelector,       // the pod's labels match the StatefulSet's selector (detail: selector)
   NegativeOrdinal,       // the ordinal asked for is below 0 (value: it)
   StatefulSetUnreadable  // the StatefulSet itself is malformed (detail: the accessor's error)
 };
 
 struct CleanupPodError {
+  PodUse use = PodUse::Cleanup;
   CleanupPodProblem problem = CleanupPodProblem::NoTemplate;
   std::string statefulset;  // "shop/web"
   std::string key;          // the annotation the template was read from
@@ -70,6 +79,19 @@ std::string explain(const CleanupPodError& error);
 // selector, and would then own (and delete) the cleanup pod.
 std::expected<Json, CleanupPodError> cleanup_pod(const Json& statefulset, int ordinal,
                                                  std::string_view operation_id);
+
+// The re-seed pod of a recovered `ordinal` of `statefulset` for operation `operation_id`, built
+// from kRecoveryPodTemplateAnnotation by the rules of cleanup_pod() but for: its name
+// naming::reseed_pod(<sts>, <ordinal>) (spec.hostname is still "<sts>-<ordinal>": the
+// replica's identity); labels kOperationLabel, kStatefulSetLabel and kPurposeLabel =
+// kReseedPurpose (no scaledown label or owner annotation: it is no cleanup pod); restartPolicy
+// Never when unset, and Never or OnFailure only (it runs once; OnFailure retries its container
+// until the template's activeDeadlineSeconds, if any, fails it).
+std::expected<Json, CleanupPodError> reseed_pod(const Json& statefulset, int ordinal,
+                                                std::string_view operation_id);
+// Whether the StatefulSet has a non-empty kRecoveryPodTemplateAnnotation (false when its
+// annotations are unreadable).
+bool has_reseed_template(const Json& statefulset);
 
 // Whether `pod` is a cleanup pod of the StatefulSet `sts_name`: its annotation
 // kScaledownPodOwnerAnnotation says so. Our labels are not required: the old controller's

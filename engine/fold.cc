@@ -14,11 +14,6 @@ namespace {
 
 // A rolling resize creates the StatefulSet again at the end of each ordinal (and when it scales
 // back): the definition it saves and the new object's uid are journaled there.
-bool rolling_recreate(const Operation& op) {
-  return op.strategy == Strategy::Rolling &&
-         (op.phase == Phase::StartingReplica || op.phase == Phase::ScalingBack);
-}
-
 using namespace entries;
 
 template <class... Ts>
@@ -136,7 +131,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return {};
           },
           [&](const DefinitionSaved& e) -> Result {
-            if (rolling_recreate(op)) {
+            if (resumes_statefulset(op)) {
               if (e.config_map.empty() || !e.definition.is_object()) {
                 return std::unexpected("DefinitionSaved without a ConfigMap or a definition");
               }
@@ -152,7 +147,7 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             return {};
           },
           [&](const StatefulSetRecreated& e) -> Result {
-            if (rolling_recreate(op)) {
+            if (resumes_statefulset(op)) {
               if (e.uid.empty() || e.uid == op.sts_uid) {
                 return std::unexpected("StatefulSetRecreated needs the new object's uid");
               }
@@ -691,6 +686,38 @@ std::expected<void, std::string> ValidatingFold::apply_event(const JournalRecord
             }
             return std::unexpected("MarkedRecovered names \"" + e.name +
                                    "\", neither a lost claim nor the replica's pod");
+          },
+          [&](const ReseedHeld&) -> Result {
+            if (auto ok = in_phase(Phase::ReplacingVolume); !ok) return ok;
+            if (!op.lost || op.lost->reseed || op.lost->any_deleted() ||
+                !op.lost->cancelled.empty()) {
+              return std::unexpected(
+                  "ReseedHeld twice, after a lost claim was deleted, or in a cancelled recovery");
+            }
+            op.lost->reseed = true;
+            return {};
+          },
+          [&](const ReseedPodCreated& e) -> Result {
+            if (auto ok = in_phase(Phase::Reseeding); !ok) return ok;
+            if (!op.lost || !op.lost->reseed || !op.lost->reseed_pod_uid.empty() ||
+                op.lost->reseed_ended || e.pod.empty() || e.uid.empty()) {
+              return std::unexpected(
+                  "ReseedPodCreated without a re-seed, twice, after it ended, or without its pod");
+            }
+            op.lost->reseed_pod_uid = e.uid;
+            return {};
+          },
+          [&](const ReseedEnded& e) -> Result {
+            if (auto ok = in_phase(Phase::Reseeding); !ok) return ok;
+            if (!op.lost || !op.lost->reseed || op.lost->reseed_ended) {
+              return std::unexpected("ReseedEnded without a re-seed, or twice");
+            }
+            if (e.failure.empty() && op.lost->reseed_pod_uid.empty()) {
+              return std::unexpected("ReseedEnded succeeded without a re-seed pod");
+            }
+            op.lost->reseed_ended = true;
+            op.lost->reseed_failure = e.failure;
+            return {};
           },
           [&](const OperationFinished& e) -> Result {
             if (!is_terminal(e.outcome) || e.outcome != op.phase) {

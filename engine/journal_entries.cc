@@ -728,6 +728,36 @@ struct EntryType<MarkedRecovered> {
   static std::string text(const MarkedRecovered& e) { return e.name + ", uid " + e.uid; }
 };
 
+template <>
+struct EntryType<ReseedHeld> {
+  static constexpr std::string_view name = "ReseedHeld";
+  static constexpr auto fields = std::tuple{};
+  static std::string text(const ReseedHeld&) {
+    return "the StatefulSet paused for a re-seed before the first delete";
+  }
+};
+
+template <>
+struct EntryType<ReseedPodCreated> {
+  static constexpr std::string_view name = "ReseedPodCreated";
+  static constexpr auto fields = std::tuple{
+      field("pod", &ReseedPodCreated::pod),
+      field("uid", &ReseedPodCreated::uid),
+  };
+  static std::string text(const ReseedPodCreated& e) { return e.pod + ", uid " + e.uid; }
+};
+
+template <>
+struct EntryType<ReseedEnded> {
+  static constexpr std::string_view name = "ReseedEnded";
+  static constexpr auto fields = std::tuple{
+      field("failure", &ReseedEnded::failure),
+  };
+  static std::string text(const ReseedEnded& e) {
+    return e.failure.empty() ? std::string{"succeeded"} : "failed: " + e.failure;
+  }
+};
+
 // ---- From the rows -----------------------------------------------------------------------------
 
 template <class E>

@@ -250,6 +250,24 @@ struct MarkedRecovered {
   std::string uid;   // the new object's
   friend bool operator==(const MarkedRecovered&, const MarkedRecovered&) = default;
 };
+// A recovery's StatefulSet is to be paused for a re-seed (kRecoveryPodTemplateAnnotation),
+// journaled before the pause: from here the lost replica's new claims are created by the
+// recovery, and the StatefulSet is resumed (created again from its definition) before it ends.
+struct ReseedHeld {
+  friend bool operator==(const ReseedHeld&, const ReseedHeld&) = default;
+};
+// The re-seed pod was created on the new claims.
+struct ReseedPodCreated {
+  std::string pod;
+  std::string uid;
+  friend bool operator==(const ReseedPodCreated&, const ReseedPodCreated&) = default;
+};
+// The re-seed ended: succeeded (failure empty), or why not. Either way the replica starts on its
+// new claims; a failure is reported (Event ReseedFailed, `status`), its pod kept for its logs.
+struct ReseedEnded {
+  std::string failure;
+  friend bool operator==(const ReseedEnded&, const ReseedEnded&) = default;
+};
 struct OperationFinished {
   Phase outcome = Phase::Completed;
   friend bool operator==(const OperationFinished&, const OperationFinished&) = default;
@@ -267,7 +285,8 @@ using Entry = std::variant<
     entries::CleanupSucceeded, entries::DrainCancelled, entries::DrainedClaimDeleted,
     entries::VolumeRetained, entries::ReclaimPolicyRestored, entries::SourceRebound,
     entries::ClaimMeasured, entries::PreCopied, entries::ReplicaLost, entries::RecoveryCancelled,
-    entries::LostClaimDeleted, entries::LostPodDeleted, entries::MarkedRecovered>;
+    entries::LostClaimDeleted, entries::LostPodDeleted, entries::MarkedRecovered,
+    entries::ReseedHeld, entries::ReseedPodCreated, entries::ReseedEnded>;
 
 // The journal's vocabulary is the entry table in journal_entries.cc: each type's name, the
 // JSON fields of its payload and its one line of text are declared there once, and these

@@ -1,7 +1,10 @@
 #include "engine/lost_volume.h"
 
+#include <charconv>
+
 #include "engine/duration.h"
 #include "engine/k8s_objects.h"
+#include "engine/naming.h"
 #include "engine/timestamp.h"
 #include "engine/vocabulary.h"
 
@@ -100,7 +103,61 @@ std::expected<RecoverySetting, std::string> recovery_setting(const Json& statefu
     }
     setting.grace = *parsed;
   }
+  auto bound = k8s::annotation(statefulset, kLostVolumeMaxUnavailableAnnotation);
+  if (!bound) return std::unexpected(bound.error());
+  if (bound->has_value()) {
+    const std::string& text = **bound;
+    int value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value < 1) {
+      return std::unexpected("annotation " + std::string{kLostVolumeMaxUnavailableAnnotation} +
+                             ": \"" + text + "\" is not a whole number of replicas, 1 or more");
+    }
+    setting.max_unavailable = value;
+  }
   return setting;
+}
+
+std::expected<Json, std::string> recovered_claim(const Json& statefulset,
+                                                 std::string_view template_name, int ordinal,
+                                                 std::string_view lost_volume) {
+  auto name = k8s::name(statefulset);
+  if (!name) return std::unexpected(name.error());
+  auto ns = k8s::namespace_of(statefulset);
+  if (!ns) return std::unexpected(ns.error());
+  const Json templates =
+      statefulset.value("spec", Json::object()).value("volumeClaimTemplates", Json::array());
+  const Json* found = nullptr;
+  if (templates.is_array()) {
+    for (const Json& t : templates) {
+      if (t.is_object() && t.value("metadata", Json::object()).value("name", "") == template_name) {
+        found = &t;
+      }
+    }
+  }
+  if (found == nullptr) {
+    return std::unexpected("the StatefulSet has no volumeClaimTemplate \"" +
+                           std::string{template_name} + "\"");
+  }
+  auto selector = k8s::selector_match_labels(statefulset);
+  if (!selector) return std::unexpected(selector.error());
+  Json metadata = found->value("metadata", Json::object());
+  if (!metadata.is_object())
+    return std::unexpected(std::string{"a template's metadata is malformed"});
+  Json kept = Json::object();
+  for (const char* key : {"labels", "annotations"}) {
+    if (metadata.contains(key) && metadata[key].is_object()) kept[key] = metadata[key];
+  }
+  kept["name"] = naming::claim_name(template_name, *name, ordinal);
+  kept["namespace"] = *ns;
+  if (!kept.contains("labels")) kept["labels"] = Json::object();
+  for (const auto& [key, value] : *selector) kept["labels"][key] = value;
+  if (!kept.contains("annotations")) kept["annotations"] = Json::object();
+  kept["annotations"][std::string{kRecoveredFromAnnotation}] = lost_volume;
+  return Json{{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata", std::move(kept)},
+              {"spec", found->value("spec", Json::object())}};
 }
 
 std::string bound_after_loss(const Json& claim, const Json& volume, TimePoint lost_at) {

@@ -43,11 +43,23 @@ std::string_view to_string(RecoveryMode mode);
 struct RecoverySetting {
   RecoveryMode mode = RecoveryMode::Never;
   Duration grace{0};
+  // stsresize.dev/lost-volume-max-unavailable: how many replicas may be without their data at
+  // once (recovered, not Ready yet).
+  int max_unavailable = 1;
 };
-// Absent annotation: Never. A value other than "manual" or "auto", or a grace that is not a
-// duration: an error saying which, and nothing is recovered.
+// Absent annotation: Never. A value other than "manual" or "auto", a grace that is not a
+// duration, or a bound that is not a whole number of 1 or more: an error saying which, and
+// nothing is recovered.
 std::expected<RecoverySetting, std::string> recovery_setting(const Json& statefulset,
                                                              Duration default_grace);
+
+// The claim `template_name` of `ordinal` as the StatefulSet controller creates it (the template's
+// labels, annotations and spec; its name; the selector's matchLabels among its labels), marked
+// kRecoveredFromAnnotation = `lost_volume`: what a recovery with a re-seed creates itself while
+// the StatefulSet is paused. An error when the StatefulSet has no such template.
+std::expected<Json, std::string> recovered_claim(const Json& statefulset,
+                                                 std::string_view template_name, int ordinal,
+                                                 std::string_view lost_volume);
 
 // Whether `claim` is one to recover: it and its volume existed, and the volume was bound, before
 // `lost_at` (the loss as this controller knows it: the taint's timeAdded, else the moment it saw

@@ -97,6 +97,10 @@ std::string measure_job(std::string_view claim) {
   return bounded(std::string{claim} + "-stsresize-measure");
 }
 
+std::string reseed_pod(std::string_view sts, int ordinal) {
+  return bounded(std::string{sts} + "-" + std::to_string(ordinal) + "-stsresize-reseed");
+}
+
 std::string pre_copy_job(std::string_view source_claim) {
   return bounded(std::string{source_claim} + "-stsresize-precopy");
 }

@@ -30,6 +30,10 @@ std::string measure_job(std::string_view claim);
 // bounded(<claim>-stsresize-precopy).
 std::string pre_copy_job(std::string_view source_claim);
 
+// The pod that re-seeds a recovered replica's new claims (kRecoveryPodTemplateAnnotation):
+// bounded(<sts>-<ordinal>-stsresize-reseed).
+std::string reseed_pod(std::string_view sts, int ordinal);
+
 // The ConfigMap that keeps a StatefulSet's definition while an explicit request re-creates it:
 // bounded(stsresize-<sts>-definition).
 std::string definition_config_map(std::string_view sts);

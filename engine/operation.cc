@@ -64,6 +64,8 @@ std::string_view to_string(Phase phase) {
       return "AwaitingNode";
     case Phase::ReplacingVolume:
       return "ReplacingVolume";
+    case Phase::Reseeding:
+      return "Reseeding";
     case Phase::MarkingReplica:
       return "MarkingReplica";
     case Phase::Completed:
@@ -120,6 +122,8 @@ std::string_view to_string(Trigger event) {
       return "StartRecovery";
     case Trigger::NodeReturned:
       return "NodeReturned";
+    case Trigger::Reseed:
+      return "Reseed";
   }
   return "Unknown";
 }
@@ -227,8 +231,14 @@ std::string recovery_progress_mismatch(const Operation& op) {
   const bool replaced =
       std::ranges::all_of(lost.claims, [](const LostClaim& c) { return c.deleted; }) &&
       lost.pod_deleted;
-  if (op.phase == Phase::MarkingReplica && !replaced) {
+  if ((op.phase == Phase::MarkingReplica || op.phase == Phase::Reseeding) && !replaced) {
     return std::string{to_string(op.phase)} + " before every lost claim and the pod were deleted";
+  }
+  if (op.phase == Phase::Reseeding && !lost.reseed) {
+    return "Reseeding without the StatefulSet paused for a re-seed";
+  }
+  if ((!lost.reseed_pod_uid.empty() || lost.reseed_ended) && !lost.reseed) {
+    return "a re-seed pod without the StatefulSet paused for a re-seed";
   }
   if ((op.phase == Phase::AwaitingNode || op.phase == Phase::Pending) && lost.any_deleted()) {
     return std::string{to_string(op.phase)} + " after a lost claim was deleted";
@@ -237,6 +247,16 @@ std::string recovery_progress_mismatch(const Operation& op) {
 }
 
 }  // namespace
+
+bool resumes_statefulset(const Operation& op) {
+  if (op.kind == OperationKind::Recovery) {
+    return op.lost && op.lost->reseed &&
+           (op.phase == Phase::ReplacingVolume || op.phase == Phase::Reseeding ||
+            op.phase == Phase::ScalingBack);
+  }
+  return op.strategy == Strategy::Rolling &&
+         (op.phase == Phase::StartingReplica || op.phase == Phase::ScalingBack);
+}
 
 bool LostReplica::any_deleted() const {
   return std::ranges::any_of(claims, [](const LostClaim& c) { return c.deleted; });

@@ -44,9 +44,12 @@ enum class Phase {
   DeletingClaims,
   StoppingDrain,
   // The lost-volume recovery's: the grace period, in which the node may come back; the lost
-  // volume kept (Retain) and its claim and stuck pod deleted; the new claim and pod marked.
+  // volume kept (Retain) and its claim and stuck pod deleted; with a re-seed pod template, the
+  // new claims created and the re-seed pod run on them while the StatefulSet is paused; the new
+  // claim and pod marked.
   AwaitingNode,
   ReplacingVolume,
+  Reseeding,
   MarkingReplica,
   Completed,
   Failed,
@@ -57,7 +60,7 @@ inline constexpr Phase kAllPhases[] = {
     Phase::Restoring,      Phase::ScalingUp,       Phase::CleaningUp,       Phase::Expanding,
     Phase::ScalingBack,    Phase::StoppingReplica, Phase::StartingReplica,  Phase::Draining,
     Phase::DeletingClaims, Phase::StoppingDrain,   Phase::AwaitingNode,     Phase::ReplacingVolume,
-    Phase::MarkingReplica, Phase::Completed,       Phase::Failed,
+    Phase::Reseeding,      Phase::MarkingReplica,  Phase::Completed,        Phase::Failed,
 };
 std::string_view to_string(Phase phase);
 std::optional<Phase> parse_phase(std::string_view text);
@@ -106,6 +109,10 @@ enum class Trigger {
   // The node of a lost-volume recovery is back (registered again, or its out-of-service taint
   // removed) before any claim was deleted: nothing more is done, the data may still be there.
   NodeReturned,
+  // The lost claims and pod of a recovery are deleted, and the StatefulSet is paused for a
+  // re-seed (kRecoveryPodTemplateAnnotation): ReplacingVolume goes on to Reseeding rather than
+  // MarkingReplica.
+  Reseed,
 };
 inline constexpr Trigger kAllTriggers[] = {
     Trigger::StartMeasuring, Trigger::StartPlanning,  Trigger::StartTemplateUpdate,
@@ -114,6 +121,7 @@ inline constexpr Trigger kAllTriggers[] = {
     Trigger::Abort,          Trigger::Skip,           Trigger::Resume,
     Trigger::BackupStale,    Trigger::RecreateAgain,  Trigger::StartDrain,
     Trigger::RollOn,         Trigger::StartRecovery,  Trigger::NodeReturned,
+    Trigger::Reseed,
 };
 std::string_view to_string(Trigger event);
 std::optional<Trigger> parse_trigger(std::string_view text);
@@ -260,6 +268,12 @@ struct LostReplica {
   bool pod_deleted = false;  // the pod of the lost replica deleted (or gone)
   std::string new_pod_uid;   // the replica's new pod, once marked
   std::string cancelled;     // the node came back before anything was deleted: why
+  // The re-seed (kRecoveryPodTemplateAnnotation): the StatefulSet paused for it before the first
+  // delete; its pod, once created; how it ended ("" succeeded, else why it failed).
+  bool reseed = false;
+  std::string reseed_pod_uid;
+  bool reseed_ended = false;
+  std::string reseed_failure;
   bool any_deleted() const;
   friend bool operator==(const LostReplica&, const LostReplica&) = default;
 };
@@ -359,6 +373,11 @@ struct Operation {
 // itself (a source deleted without a verified backup). Empty when consistent. A state annotation
 // edited by hand (a phase moved on) is refused by this.
 std::string progress_mismatch(const Operation& op);
+// Whether `op` is in a phase whose step resumes a paused StatefulSet (states/rolling.h): deletes
+// it (the pause's hold removed) and creates it again from the definition it saved in a ConfigMap.
+// A rolling resize's StartingReplica and ScalingBack; a recovery's with a re-seed, from
+// ReplacingVolume (the node back before the first delete) to ScalingBack.
+bool resumes_statefulset(const Operation& op);
 // Why a state annotation cannot be continued from: progress_mismatch, or a state in Completed
 // (stsresize removes the state when an operation completes). Empty when it can.
 std::string unwritten_state(const Operation& op);

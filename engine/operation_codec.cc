@@ -184,7 +184,11 @@ Json encode_lost_replica(const LostReplica& lost) {
               {"graceMs", static_cast<std::int64_t>(lost.grace.count())},
               {"podDeleted", lost.pod_deleted},
               {"newPodUid", lost.new_pod_uid},
-              {"cancelled", lost.cancelled}};
+              {"cancelled", lost.cancelled},
+              {"reseed", lost.reseed},
+              {"reseedPodUid", lost.reseed_pod_uid},
+              {"reseedEnded", lost.reseed_ended},
+              {"reseedFailure", lost.reseed_failure}};
 }
 
 std::expected<LostReplica, std::string> decode_lost_replica(const Json& document,
@@ -229,6 +233,13 @@ std::expected<LostReplica, std::string> decode_lost_replica(const Json& document
   lost.pod_deleted = in.boolean("podDeleted");
   lost.new_pod_uid = in.string("newPodUid");
   lost.cancelled = in.string("cancelled");
+  // Added with the re-seed: absent in a state written before it.
+  if (in.has("reseed")) {
+    lost.reseed = in.boolean("reseed");
+    lost.reseed_pod_uid = in.string("reseedPodUid");
+    lost.reseed_ended = in.boolean("reseedEnded");
+    lost.reseed_failure = in.string("reseedFailure");
+  }
   if (auto done = in.finish(); !done) return std::unexpected(done.error());
   return lost;
 }

@@ -105,5 +105,19 @@ inline constexpr std::string_view kLostVolumeGraceAnnotation = "stsresize.dev/lo
 // On the new claim and pod of a recovered replica: the lost volume (PersistentVolume) whose data
 // this identity did not get back.
 inline constexpr std::string_view kRecoveredFromAnnotation = "stsresize.dev/recovered-from";
+// On a StatefulSet, written by the user: how many replicas may be without their data at once
+// (an integer, 1 or more; default 1): a new recovery starts only while fewer replicas than that
+// carry kRecoveredFromAnnotation and are not Ready. A zone outage does not give every identity
+// an empty volume at once.
+inline constexpr std::string_view kLostVolumeMaxUnavailableAnnotation =
+    "stsresize.dev/lost-volume-max-unavailable";
+// On a StatefulSet, written by the user: the re-seed pod (a JSON Pod, metadata + spec, the shape
+// of the cleanup pod template), run once on a recovered replica's new claims before the replica
+// starts on them (the StatefulSet paused meanwhile), so that it can copy data in from a peer or
+// a backup. Optional.
+inline constexpr std::string_view kRecoveryPodTemplateAnnotation =
+    "stsresize.dev/recovery-pod-template";
+// kPurposeLabel of a re-seed pod.
+inline constexpr std::string_view kReseedPurpose = "reseed";
 
 }  // namespace stsresize

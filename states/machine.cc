@@ -46,6 +46,7 @@ struct StartRecovery {};
 struct NodeReturned {
   bool sources_intact = true;
 };
+struct Reseed {};
 
 // States: one per Phase.
 template <Phase P>
@@ -72,6 +73,7 @@ using DeletingClaims = PhaseState<Phase::DeletingClaims>;
 using StoppingDrain = PhaseState<Phase::StoppingDrain>;
 using AwaitingNode = PhaseState<Phase::AwaitingNode>;
 using ReplacingVolume = PhaseState<Phase::ReplacingVolume>;
+using Reseeding = PhaseState<Phase::Reseeding>;
 using MarkingReplica = PhaseState<Phase::MarkingReplica>;
 using Completed = PhaseState<Phase::Completed>;
 using Failed = PhaseState<Phase::Failed>;
@@ -245,8 +247,10 @@ struct DrainMachine_ : msm::front::state_machine_def<DrainMachine_> {
 using DrainMachine = msm::back::state_machine<DrainMachine_>;
 
 // The lost-volume recovery. Nothing is deleted before ReplacingVolume, and there only after the
-// node is seen gone again: until its first delete, a failure or a person's abort ends it with
-// every claim kept, and a node that comes back ends it with nothing more done.
+// node is seen gone again: until its first delete, a person's abort ends it with every claim kept,
+// and a node that comes back ends it with nothing more done. With a re-seed pod template the
+// StatefulSet is paused before that first delete and resumed after the re-seed: a failure or an
+// abort from ReplacingVolume or Reseeding goes through ScalingBack, which resumes it.
 struct RecoveryMachine_ : msm::front::state_machine_def<RecoveryMachine_> {
   using initial_state = Pending;
 
@@ -259,14 +263,23 @@ struct RecoveryMachine_ : msm::front::state_machine_def<RecoveryMachine_> {
     Row< AwaitingNode,     NodeReturned,        Completed,        none,  none         >,
     // Every lost claim and the pod deleted: the StatefulSet controller creates them afresh
     Row< ReplacingVolume,  StepDone,            MarkingReplica,   none,  none         >,
+    // ...or, paused for a re-seed, the recovery creates the claims and runs the re-seed pod on
+    // them, then resumes the StatefulSet, whose controller creates the pod
+    Row< ReplacingVolume,  Reseed,              Reseeding,        none,  none         >,
+    Row< Reseeding,        StepDone,            MarkingReplica,   none,  none         >,
+    // Nothing deleted (a pause undone first)
     Row< ReplacingVolume,  NodeReturned,        Completed,        none,  Intact       >,
     Row< MarkingReplica,   StepDone,            Completed,        none,  none         >,
     Row< AwaitingNode,     CriticalError,       Failed,           none,  none         >,
-    Row< ReplacingVolume,  CriticalError,       Failed,           none,  none         >,
+    Row< ReplacingVolume,  CriticalError,       ScalingBack,      none,  none         >,
+    Row< Reseeding,        CriticalError,       ScalingBack,      none,  none         >,
     Row< MarkingReplica,   CriticalError,       Failed,           none,  none         >,
+    // A paused StatefulSet resumed, and nothing else
+    Row< ScalingBack,      ScaleBackDone,       Failed,           none,  none         >,
+    Row< ScalingBack,      CriticalError,       Failed,           none,  none         >,
     // A person's abort, before any claim is deleted
     Row< AwaitingNode,     Abort,               Failed,           none,  Intact       >,
-    Row< ReplacingVolume,  Abort,               Failed,           none,  Intact       >
+    Row< ReplacingVolume,  Abort,               ScalingBack,      none,  Intact       >
   > {};
   // clang-format on
 
@@ -317,8 +330,9 @@ const StateIds<RollingMachine>& state_ids() {
 
 template <>
 const StateIds<RecoveryMachine>& state_ids() {
-  static const auto ids = StateIds<RecoveryMachine>::make<Pending, AwaitingNode, ReplacingVolume,
-                                                          Completed, MarkingReplica, Failed>();
+  static const auto ids =
+      StateIds<RecoveryMachine>::make<Pending, AwaitingNode, ReplacingVolume, Completed,
+                                      MarkingReplica, Reseeding, ScalingBack, Failed>();
   return ids;
 }
 
@@ -402,6 +416,9 @@ std::expected<Phase, std::string> fire_in(Phase from, Trigger event, bool source
       break;
     case Trigger::NodeReturned:
       m.process_event(NodeReturned{sources_intact});
+      break;
+    case Trigger::Reseed:
+      m.process_event(Reseed{});
       break;
   }
   // A guard that rejects (Abort with a source lost) leaves the machine where it was without

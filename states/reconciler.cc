@@ -41,9 +41,7 @@ namespace {
 // in a ConfigMap (states/update_template.cc, states/rolling.h): a StatefulSet missing there is
 // that step's work in progress, continued from the ConfigMap's copy of the state.
 bool recreates_statefulset(const Operation& op) {
-  if (op.phase == Phase::UpdatingTemplate) return true;
-  return op.strategy == Strategy::Rolling &&
-         (op.phase == Phase::StartingReplica || op.phase == Phase::ScalingBack);
+  return op.phase == Phase::UpdatingTemplate || resumes_statefulset(op);
 }
 
 // Writes of the state annotation, the first included, while each fails with Conflict.
@@ -650,7 +648,8 @@ ReconcileResult Reconciler::recover(const ObjectRef& ref) {
   if (!stored) return refuse(stored.error());
   if (!stored->has_value() || !recreates_statefulset(**stored) ||
       ((*stored)->phase == Phase::UpdatingTemplate && (*stored)->statefulset_recreated)) {
-    return refuse("the definition records no template update or rolling resize in progress");
+    return refuse(
+        "the definition records no template update, rolling resize or re-seed in progress");
   }
   Session session{*this, ref, Json{}};
   return session.recover(std::move(**stored));

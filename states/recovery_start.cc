@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/cleanup_pod.h"
 #include "engine/lost_volume.h"
 #include "engine/naming.h"
 #include "engine/timestamp.h"
@@ -56,13 +57,24 @@ std::optional<ReconcileResult> Reconciler::Session::start_recovery() {
   std::map<std::string, const Json*> pod_by_name;
   for (const Json& pod : pods->items) pod_by_name[k8s::name(pod).value_or("")] = &pod;
 
-  // One identity at a time: while a replica recovered earlier is not Ready (its application
-  // still copying its data back from its peers), no other is given an empty volume.
+  // A bounded number of identities at a time (one by default): while that many replicas
+  // recovered earlier are not Ready (their application still copying their data back from
+  // their peers), no other is given an empty volume.
+  int unavailable = 0;
   for (std::int32_t ordinal = start; ordinal < start + *replicas; ++ordinal) {
     auto pod = pod_by_name.find(ref_.name + "-" + std::to_string(ordinal));
     if (pod == pod_by_name.end()) continue;
     auto mark = k8s::annotation(*pod->second, kRecoveredFromAnnotation);
     if (mark && mark->has_value() && !k8s::pod_ready(*pod->second).value_or(false)) {
+      ++unavailable;
+    }
+  }
+  if (unavailable >= setting->max_unavailable) return std::nullopt;
+  // A re-seed pod template that cannot make a pod: said now, and nothing is recovered.
+  if (has_reseed_template(sts_)) {
+    if (auto pod = reseed_pod(sts_, start, "check"); !pod) {
+      emit_event(EventSeverity::Warning, "InvalidRecoveryPodTemplate",
+                 explain(pod.error()) + "; no lost volume is recovered");
       return std::nullopt;
     }
   }

@@ -5,7 +5,13 @@
 // controller creates a pod only once the claim is gone, so in this order it creates both afresh
 // and the scheduler places them on a live node. The node is read again before each act: back
 // before the first delete, nothing more is done.
+// With a re-seed pod template (kRecoveryPodTemplateAnnotation) the StatefulSet is paused
+// (states/rolling.h) before the first delete, so that its controller creates neither the claims
+// nor the pod: Reseeding creates the claims, runs the re-seed pod on them and resumes it. A node
+// back before that delete undoes the pause first.
+#include "engine/cleanup_pod.h"
 #include "states/recovery_support.h"
+#include "states/rolling.h"
 #include "states/step_support.h"
 
 namespace stsresize {
@@ -47,11 +53,27 @@ StepOutcome replace_volume_step(StepContext& ctx) {
   auto node = recovery::node_now(ctx);
   if (!node) return node.error();
   if (node->health != NodeHealth::Gone && !lost.any_deleted()) {
+    if (lost.reseed) {
+      if (auto now = resume_statefulset(ctx)) return *now;
+    }
     return record_and_continue(ctx, entries::RecoveryCancelled{recovery::back_reason(lost)});
   }
   for (const LostClaim& c : lost.claims) {
-    if (c.deleted) continue;
     if (c.policy.empty()) return keep_volume(ctx, c);
+  }
+  if (!lost.any_deleted() && !lost.reseed && has_reseed_template(ctx.statefulset)) {
+    // A template that cannot make a pod is refused here, before anything is deleted (it was
+    // checked when the recovery started; it may have been edited since).
+    if (auto pod = reseed_pod(ctx.statefulset, lost.ordinal, ctx.op.id); !pod) {
+      return StepOutcome::critical(explain(pod.error()));
+    }
+    return record_and_continue(ctx, entries::ReseedHeld{});
+  }
+  if (lost.reseed && !lost.any_deleted()) {
+    if (auto now = pause_statefulset(ctx)) return *now;
+  }
+  for (const LostClaim& c : lost.claims) {
+    if (c.deleted) continue;
     const ObjectRef ref = claim_ref(ctx.op, c.claim);
     auto claim = get_optional(ctx, ref);
     if (!claim) return claim.error();
@@ -78,8 +100,10 @@ StepOutcome replace_volume_step(StepContext& ctx) {
     if (!pod->has_value()) return record_and_continue(ctx, entries::LostPodDeleted{});
     // The pod is the lost replica's while a lost claim still exists (the StatefulSet controller
     // creates no pod while a claim of it is being deleted) or while it is placed on the lost
-    // node; otherwise it is the new replica, which is left alone.
-    bool stuck = (**pod)["spec"].value("nodeName", std::string{}) == lost.node;
+    // node; otherwise it is the new replica, which is left alone. Paused for a re-seed, no pod of
+    // the ordinal is the new replica: one the StatefulSet controller created before the pause
+    // would start on the new claims before the re-seed.
+    bool stuck = lost.reseed || (**pod)["spec"].value("nodeName", std::string{}) == lost.node;
     for (const LostClaim& c : lost.claims) {
       if (stuck) break;
       auto claim = get_optional(ctx, claim_ref(ctx.op, c.claim));
@@ -102,7 +126,7 @@ StepOutcome replace_volume_step(StepContext& ctx) {
     }
     return record_and_continue(ctx, entries::LostPodDeleted{uid});
   }
-  return StepOutcome::done();
+  return StepOutcome::done(lost.reseed ? Trigger::Reseed : Trigger::StepDone);
 }
 
 }  // namespace stsresize

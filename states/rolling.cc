@@ -54,6 +54,18 @@ ObjectRef replica_ref(const Operation& op, int ordinal) {
   return ObjectRef{Kind::Pod, op.ns, op.statefulset + "-" + std::to_string(ordinal)};
 }
 
+namespace {
+
+// What a pause is for, in its journal intents and Event.
+std::string pause_purpose(const Operation& op) {
+  if (op.kind == OperationKind::Recovery && op.lost) {
+    return "the re-seed of ordinal " + std::to_string(op.lost->ordinal);
+  }
+  return "ordinal " + std::to_string(op.rolling_ordinal().value_or(-1)) + " of a rolling resize";
+}
+
+}  // namespace
+
 std::optional<StepOutcome> pause_statefulset(StepContext& ctx) {
   if (paused(ctx.statefulset)) return std::nullopt;
   const ObjectRef ref = statefulset_ref(ctx.op);
@@ -65,7 +77,7 @@ std::optional<StepOutcome> pause_statefulset(StepContext& ctx) {
   if (!has_finalizer(ctx.statefulset, kRollingFinalizer)) {
     if (auto intended = ctx.journal.intend("update", ref,
                                            "finalizer " + std::string{kRollingFinalizer} +
-                                               " added: the pause of a rolling resize");
+                                               " added: the pause for " + pause_purpose(ctx.op));
         !intended) {
       return StepOutcome::transient(intended.error());
     }
@@ -81,8 +93,8 @@ std::optional<StepOutcome> pause_statefulset(StepContext& ctx) {
     return removed.error();
   }
   tell(ctx, "StatefulSetPaused",
-       "paused for ordinal " + std::to_string(ctx.op.rolling_ordinal().value_or(-1)) +
-           " (being deleted, held by finalizer " + std::string{kRollingFinalizer} +
+       "paused for " + pause_purpose(ctx.op) + " (being deleted, held by finalizer " +
+           std::string{kRollingFinalizer} +
            "): its pods keep running, none is created again until it is resumed");
   return StepOutcome::waiting(Duration{0});
 }
@@ -107,6 +119,19 @@ std::optional<StepOutcome> resume_statefulset(StepContext& ctx) {
     return record_and_continue(ctx, entries::StatefulSetRecreated{*uid});
   }
   if (!deleting) {
+    // Never paused, but given the hold before a failure or a crash: without it a later delete
+    // of the StatefulSet would wait for ever on a finalizer nobody removes.
+    if (has_finalizer(ctx.statefulset, kRollingFinalizer)) {
+      if (auto intended = ctx.journal.intend("update", statefulset_ref(ctx.op),
+                                             "finalizer " + std::string{kRollingFinalizer} +
+                                                 " removed: the StatefulSet was never paused");
+          !intended) {
+        return StepOutcome::transient(intended.error());
+      }
+      Json updated = ctx.statefulset;
+      remove_finalizer(updated, kRollingFinalizer);
+      return write_statefulset(ctx, updated, "removing the finalizer from");
+    }
     // Running again (or never paused): the definition is no longer needed.
     if (!config_map->has_value()) return std::nullopt;
     if (!created_by(**config_map, ctx.op)) return std::nullopt;

@@ -97,9 +97,11 @@ StepOutcome drain_step(StepContext& ctx);           // Draining
 StepOutcome delete_drained_step(StepContext& ctx);  // DeletingClaims
 StepOutcome stop_drain_step(StepContext& ctx);      // StoppingDrain
 // The lost-volume recovery's.
-StepOutcome await_node_step(StepContext& ctx);      // AwaitingNode
-StepOutcome replace_volume_step(StepContext& ctx);  // ReplacingVolume
-StepOutcome mark_recovered_step(StepContext& ctx);  // MarkingReplica
+StepOutcome await_node_step(StepContext& ctx);           // AwaitingNode
+StepOutcome replace_volume_step(StepContext& ctx);       // ReplacingVolume
+StepOutcome reseed_step(StepContext& ctx);               // Reseeding
+StepOutcome mark_recovered_step(StepContext& ctx);       // MarkingReplica
+StepOutcome recovery_scale_back_step(StepContext& ctx);  // ScalingBack (recovery)
 
 // The step of `phase` in an operation of `kind`; nullptr for the terminal phases and a
 // resize's Pending (it begins in its first phase): there is nothing to do in them.

@@ -16,6 +16,8 @@ Step step_for(OperationKind kind, Phase phase) {
       return &await_node_step;
     case Phase::ReplacingVolume:
       return &replace_volume_step;
+    case Phase::Reseeding:
+      return &reseed_step;
     case Phase::MarkingReplica:
       return &mark_recovered_step;
     case Phase::Measuring:
@@ -41,7 +43,7 @@ Step step_for(OperationKind kind, Phase phase) {
     case Phase::Expanding:
       return &expand_step;
     case Phase::ScalingBack:
-      return &scale_back_step;
+      return kind == OperationKind::Recovery ? &recovery_scale_back_step : &scale_back_step;
     case Phase::StoppingReplica:
       return &stop_replica_step;
     case Phase::StartingReplica:

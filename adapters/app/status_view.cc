@@ -163,6 +163,7 @@ int done_in_phase(const Operation& op) {
     case Phase::StoppingDrain:
     case Phase::AwaitingNode:  // a recovery counts its claims itself (fill_from_operation)
     case Phase::ReplacingVolume:
+    case Phase::Reseeding:
     case Phase::MarkingReplica:
       return 0;
   }
@@ -748,6 +749,21 @@ void describe_operation(std::string& out, const StatusRow& row,
       if (!c.policy.empty()) kept += " " + c.volume;
     }
     out += columns(table, "  ");
+    if (lost.reseed) {
+      const std::string pod = naming::reseed_pod(op.statefulset, lost.ordinal);
+      out += "  Re-seed pod " + pod + " (annotation " +
+             std::string{kRecoveryPodTemplateAnnotation} + "): " +
+             (!lost.reseed_ended ? (lost.reseed_pod_uid.empty() ? "not created yet" : "running")
+              : lost.reseed_failure.empty() ? "succeeded"
+                                            : "FAILED: " + lost.reseed_failure) +
+             "\n";
+      if (lost.reseed_ended && !lost.reseed_failure.empty()) {
+        out +=
+            "  The replica started on its new claims as they are. Its pod is kept for its logs:\n"
+            "    kubectl logs -n " +
+            op.ns + " " + pod + "\n    kubectl delete pod -n " + op.ns + " " + pod + "\n";
+      }
+    }
     if (!kept.empty()) {
       out +=
           "  The lost volumes are kept (Retain) in case the node comes back with the data; once\n"

@@ -168,12 +168,25 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
              "node, which cannot be undone (the volume is kept, Retain); it finishes by itself "
              "(watch it: " +
              watch + ")";
+    case Phase::Reseeding:
+      return which +
+             " is in Reseeding: the lost claims and pod were deleted, which cannot be undone; "
+             "the re-seed pod runs on the new claims while the StatefulSet is paused, which is "
+             "then resumed. To give up the re-seed, delete its pod (the replica then starts on "
+             "its new claims as they are); it finishes by itself (watch it: " +
+             watch + ")";
     case Phase::MarkingReplica:
       return which +
              " is in MarkingReplica: the lost claims and pod were deleted and the StatefulSet "
              "controller creates them afresh; it finishes by itself (watch it: " +
              watch + ")";
     case Phase::ScalingBack:
+      if (op.kind == OperationKind::Recovery) {
+        return which +
+               " is already in ScalingBack: it resumes the StatefulSet it paused for a re-seed "
+               "and ends in Failed by itself (watch it: " +
+               watch + ")";
+      }
       return which +
              " is already in ScalingBack: it is rolling back onto the source claims and ends in "
              "Failed by itself (watch it: " +
@@ -307,10 +320,15 @@ std::string explain_skip(const Refusal& r, const Operation& op) {
              "(stsresize.dev/lost-volume-grace)" +
              only + ". To stop the recovery, keeping every claim, run " + abort;
     case Phase::ReplacingVolume:
+    case Phase::Reseeding:
     case Phase::MarkingReplica:
       return which + ": it gives the lost replica new claims" + only +
              ". It ends by itself (watch it: " + watch + ")";
     case Phase::ScalingBack:
+      if (op.kind == OperationKind::Recovery) {
+        return which + ": it resumes the StatefulSet it paused for a re-seed" + only +
+               ". It ends in Failed by itself (watch it: " + watch + ")";
+      }
       return which +
              ": it is scaling back onto the intact source claims and removing this operation's "
              "Jobs and backup claims; skipping it could leave the StatefulSet without its "

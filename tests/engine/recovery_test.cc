@@ -10,6 +10,7 @@
 
 #include "adapters/app/status_view.h"
 #include "engine/lost_volume.h"
+#include "engine/naming.h"
 #include "engine/vocabulary.h"
 #include "tests/support/approvals.h"
 #include "tests/support/drain_world.h"
@@ -93,9 +94,11 @@ struct RecoveryWorld {
     });
   }
 
+  // "" also while the StatefulSet is gone (a resume creates it again).
   std::string annotation(std::string_view key) const {
-    const Json sts = world.live_sts();
-    return sts["metadata"].value("annotations", Json::object()).value(std::string{key}, "");
+    auto sts = world.kube.get_raw(world.sts());
+    if (!sts) return "";
+    return (*sts)["metadata"].value("annotations", Json::object()).value(std::string{key}, "");
   }
   std::string phase() const { return annotation(kPhaseAnnotation); }
   std::optional<Json> claim(const std::string& name) const {
@@ -394,6 +397,319 @@ TEST_F(Recovery, ACrashAfterAnySideEffectConverges) {
       fresh.expect_untouched_but(1);
       if (keep_journal) fresh.expect_journal_consistent();
     }
+  }
+}
+
+// ---- The re-seed (stsresize.dev/recovery-pod-template) ---------------------------------------
+
+// A re-seed pod that writes a file into the new data claim, as one copying from a peer would.
+const Json kReseedTemplate = {
+    {"metadata", {{"labels", {{"app", "web-reseed"}}}}},
+    {"spec",
+     {{"containers", Json::array({{{"name", "reseed"}, {"image", "busybox"}}})},
+      {"volumes", Json::array()}}}};
+
+struct ReseedWorld : RecoveryWorld {
+  std::vector<Json> runs;  // every re-seed pod run, as it was when it ran
+  // Whether the replica's pod existed while a re-seed ran: it must not.
+  bool replica_beside = false;
+  int exit_code = 0;
+
+  explicit ReseedWorld(const Json& tmpl = kReseedTemplate) {
+    world.kube.mutate_raw(world.sts(), [&](Json& live) {
+      live["metadata"]["annotations"][std::string{kRecoveryPodTemplateAnnotation}] = tmpl.dump();
+    });
+    world.cluster.set_pod_runner(
+        [this](const Json& pod,
+               std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
+          runs.push_back(pod);
+          const std::string ordinal = pod["spec"].value("hostname", std::string{"?"});
+          if (world.kube.get_raw({Kind::Pod, kNs, ordinal})) replica_beside = true;
+          if (exit_code == 0 && volumes.contains("data")) {
+            (*volumes["data"])["seeded"] = "from a peer of " + ordinal;
+          }
+          return JobRun{exit_code, exit_code == 0 ? "" : "peer unreachable"};
+        });
+  }
+  // The StatefulSet runs again: not being deleted, without the pause's finalizer, its definition
+  // ConfigMap gone.
+  void expect_resumed() {
+    const Json sts = world.live_sts();
+    EXPECT_FALSE(sts["metadata"].contains("deletionTimestamp"));
+    const Json finalizers = sts["metadata"].value("finalizers", Json::array());
+    EXPECT_EQ(std::ranges::count(finalizers, Json(std::string{kRollingFinalizer})), 0);
+    EXPECT_FALSE(world.kube.get_raw(
+        {Kind::ConfigMap, kNs, naming::definition_config_map(std::string{kSts})}));
+  }
+  // Ordinal `ordinal` runs on new claims marked recovered-from its old volumes; its data claim
+  // holds what the re-seed wrote (`seeded`) or nothing.
+  void expect_reseeded(int ordinal, bool seeded) {
+    for (const char* tmpl : {"data", "logs"}) {
+      const std::string name = naming::claim_name(tmpl, kSts, ordinal);
+      SCOPED_TRACE(name);
+      auto now = claim(name);
+      ASSERT_TRUE(now);
+      EXPECT_NE((*now)["metadata"]["uid"], uids[name]);
+      EXPECT_EQ((*now)["metadata"]["annotations"][std::string{kRecoveredFromAnnotation}],
+                volumes[name]);
+      EXPECT_EQ((*now)["metadata"]["labels"].value("app", ""), "web");  // the selector's
+      auto files = world.cluster.volume_files(world.claim(name));
+      ASSERT_TRUE(files);
+      VolumeFiles expected;
+      if (seeded && std::string{tmpl} == "data") {
+        expected["seeded"] = "from a peer of web-" + std::to_string(ordinal);
+      }
+      EXPECT_EQ(*files, expected);
+      auto old = world.kube.get_raw({Kind::PersistentVolume, "", volumes[name]});
+      ASSERT_TRUE(old);
+      EXPECT_EQ((*old)["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    }
+    auto pod = world.kube.get_raw({Kind::Pod, kNs, "web-" + std::to_string(ordinal)});
+    ASSERT_TRUE(pod);
+    EXPECT_EQ((*pod)["status"]["phase"], "Running");
+    EXPECT_TRUE((*pod)["metadata"]["annotations"].contains(std::string{kRecoveredFromAnnotation}));
+  }
+};
+
+class Reseed : public ::testing::Test, protected ReseedWorld {};
+
+TEST_F(Reseed, TheReseedPodFillsTheNewClaimsBeforeTheReplicaStartsOnThem) {
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  delete_node(node_name(1));
+  until_recovered(reconciler);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_FALSE(replica_beside) << "the replica's pod existed while the re-seed ran";
+  EXPECT_EQ(runs[0]["metadata"]["name"], naming::reseed_pod(std::string{kSts}, 1));
+  EXPECT_EQ(runs[0]["spec"]["restartPolicy"], "Never");
+  expect_reseeded(1, /*seeded=*/true);
+  expect_untouched_but(1);
+  expect_resumed();
+  EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 1)}))
+      << "a re-seed pod that Succeeded is deleted";
+  EXPECT_EQ(world.events.with_reason("ReseedSucceeded").size(), 1u);
+  EXPECT_EQ(world.events.with_reason("StatefulSetPaused").size(), 1u);
+  EXPECT_TRUE(world.events.with_reason("ReseedFailed").empty());
+  const auto types = journal_types();
+  EXPECT_EQ(std::ranges::count(types, "ReseedHeld"), 1);
+  EXPECT_EQ(std::ranges::count(types, "ReseedPodCreated"), 1);
+  EXPECT_EQ(std::ranges::count(types, "ReseedEnded"), 1);
+  EXPECT_EQ(std::ranges::count(types, "StatefulSetRecreated"), 1);
+  expect_journal_consistent();
+  // The other replicas were never restarted by the pause: their pods are the same.
+  run_for(reconciler, 20);
+  EXPECT_EQ(std::ranges::count(journal_types(), "ReplicaLost"), 1);
+}
+
+TEST_F(Reseed, AFailedReseedIsReportedAndTheReplicaStartsOnItsNewClaimsAsTheyAre) {
+  exit_code = 3;
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  delete_node(node_name(2));
+  until_recovered(reconciler);
+  ASSERT_EQ(runs.size(), 1u);
+  expect_reseeded(2, /*seeded=*/false);
+  expect_untouched_but(2);
+  expect_resumed();
+  auto kept = world.kube.get_raw({Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 2)});
+  ASSERT_TRUE(kept) << "a failed re-seed pod is kept for its logs";
+  EXPECT_EQ((*kept)["status"]["phase"], "Failed");
+  ASSERT_EQ(world.events.with_reason("ReseedFailed").size(), 1u);
+  EXPECT_NE(world.events.with_reason("ReseedFailed")[0].message.find("exited with code 3"),
+            std::string::npos);
+  EXPECT_NE(world.events.with_reason("ReseedFailed")[0].message.find("peer unreachable"),
+            std::string::npos);
+  EXPECT_EQ(world.events.with_reason("VolumeReplaced").size(), 1u);
+  expect_journal_consistent();
+}
+
+TEST_F(Reseed, AReseedPodDeletedBySomeoneGivesTheReseedUp) {
+  world.cluster.set_pod_runner(
+      [](const Json&, std::map<std::string, VolumeFiles*>&) -> std::optional<JobRun> {
+        return std::nullopt;  // keeps running
+      });
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  delete_node(node_name(0));
+  const ObjectRef pod{Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 0)};
+  until(reconciler, "the re-seed running", [&] {
+    auto now = world.kube.get_raw(pod);
+    return now && (*now)["status"].value("phase", "") == "Running";
+  });
+  run_for(reconciler, 10);
+  EXPECT_EQ(phase(), "Reseeding");
+  EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, "web-0"}));
+  ASSERT_TRUE(world.kube.system().remove(pod));
+  until_recovered(reconciler);
+  expect_reseeded(0, /*seeded=*/false);
+  expect_resumed();
+  ASSERT_EQ(world.events.with_reason("ReseedFailed").size(), 1u);
+  EXPECT_NE(world.events.with_reason("ReseedFailed")[0].message.find("deleted before it ended"),
+            std::string::npos);
+}
+
+TEST(ReseedTemplate, OneThatCannotMakeAPodIsReportedAndNothingIsRecovered) {
+  Json always = kReseedTemplate;
+  always["spec"]["restartPolicy"] = "Always";
+  ReseedWorld w{always};
+  Reconciler reconciler{w.world.kube, w.journal, w.world.clock, w.world.events};
+  w.delete_node(node_name(1));
+  w.run_for(reconciler, 60);
+  EXPECT_TRUE(w.journal_types().empty());
+  w.expect_untouched_but(-1);
+  EXPECT_EQ((*w.claim("data-web-1"))["metadata"]["uid"], w.uids["data-web-1"]);
+  ASSERT_FALSE(w.world.events.with_reason("InvalidRecoveryPodTemplate").empty());
+  EXPECT_NE(w.world.events.with_reason("InvalidRecoveryPodTemplate")[0].message.find("Always"),
+            std::string::npos);
+}
+
+// Edited into one that cannot make a pod after the recovery started: refused before the pause
+// and before any delete; the recovery fails keeping every claim.
+TEST(ReseedTemplate, OneBrokenAfterTheStartFailsTheRecoveryBeforeAnyDelete) {
+  RecoveryWorld manual{"manual"};
+  manual.world.kube.mutate_raw(manual.world.sts(), [&](Json& live) {
+    live["metadata"]["annotations"][std::string{kRecoveryPodTemplateAnnotation}] =
+        kReseedTemplate.dump();
+  });
+  Reconciler reconciler{manual.world.kube, manual.journal, manual.world.clock, manual.world.events};
+  manual.delete_node(node_name(1));
+  manual.until(reconciler, "awaiting approval", [&] { return awaiting(manual.world).has_value(); });
+  manual.world.kube.mutate_raw(manual.world.sts(), [&](Json& live) {
+    live["metadata"]["annotations"][std::string{kRecoveryPodTemplateAnnotation}] = "{not json";
+  });
+  ASSERT_TRUE(approve_waiting(manual.world, "alice", "n-1"));
+  manual.until(reconciler, "Failed", [&] { return manual.phase() == "Failed"; });
+  manual.expect_untouched_but(-1);
+  const Json sts = manual.world.live_sts();
+  EXPECT_FALSE(sts["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(std::ranges::count(manual.journal_types(), "ReseedHeld"), 0);
+  manual.expect_journal_consistent();
+}
+
+// The node back once the StatefulSet is paused but before the first delete: the pause is undone
+// and nothing is deleted.
+TEST_F(Reseed, ANodeBackAfterThePauseResumesTheStatefulSetAndDeletesNothing) {
+  delete_node(node_name(1));
+  bool paused_seen = false;
+  for (int budget = 1; budget < 40 && !paused_seen; ++budget) {
+    const int start = world.kube.mutations();
+    world.kube.set_mutation_budget(1);
+    {
+      Reconciler reconciler{world.kube, journal, world.clock, world.events};
+      reconciler.reconcile(kNs, kSts);
+    }
+    world.kube.set_mutation_budget(std::nullopt);
+    world.cluster.tick();
+    world.clock.advance(std::chrono::seconds{2});
+    (void)start;
+    paused_seen = world.live_sts()["metadata"].contains("deletionTimestamp");
+  }
+  ASSERT_TRUE(paused_seen);
+  EXPECT_EQ(phase(), "ReplacingVolume");
+  EXPECT_EQ((*claim("data-web-1"))["metadata"]["uid"], uids["data-web-1"]);
+  add_node(node_name(1));
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  until_recovered(reconciler);
+  expect_untouched_but(-1);
+  expect_resumed();
+  EXPECT_TRUE(runs.empty());
+  EXPECT_EQ(std::ranges::count(journal_types(), "RecoveryCancelled"), 1);
+  EXPECT_TRUE(world.kube.get_raw({Kind::Pod, kNs, "web-1"}));
+  expect_journal_consistent();
+}
+
+TEST_F(Reseed, ACrashAfterAnySideEffectConverges) {
+  int total = 0;
+  {
+    ReseedWorld whole;
+    Reconciler reconciler{whole.world.kube, whole.journal, whole.world.clock, whole.world.events};
+    whole.delete_node(node_name(1));
+    const int before = whole.world.kube.mutations();
+    whole.until_recovered(reconciler);
+    total = whole.world.kube.mutations() - before;
+  }
+  ASSERT_GT(total, 12);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      ReseedWorld fresh;
+      fresh.delete_node(node_name(1));
+      const int start = fresh.world.kube.mutations();
+      fresh.world.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{fresh.world.kube, fresh.journal, fresh.world.clock,
+                              fresh.world.events};
+        fresh.until(reconciler, "a crash",
+                    [&] { return fresh.world.kube.mutations() - start >= k; });
+      }
+      fresh.world.kube.set_mutation_budget(std::nullopt);
+      MemoryJournal lost;
+      Journal& second = keep_journal ? static_cast<Journal&>(fresh.journal) : lost;
+      {
+        Reconciler reconciler{fresh.world.kube, second, fresh.world.clock, fresh.world.events};
+        reconcile_until(
+            reconciler, fresh.world,
+            {"recovered",
+             [&](const ReconcileResult&) {
+               auto live = fresh.world.kube.get_raw(fresh.world.sts());
+               if (!live) return false;
+               const Json annotations = (*live)["metadata"].value("annotations", Json::object());
+               return !annotations.contains(std::string{kStateAnnotation}) &&
+                      annotations.value(std::string{kLastOperationAnnotation}, "")
+                              .find("\"Recovery\"") != std::string::npos;
+             }},
+            {.limit = 120, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+      }
+      EXPECT_FALSE(fresh.replica_beside);
+      fresh.expect_reseeded(1, /*seeded=*/true);
+      fresh.expect_untouched_but(1);
+      fresh.expect_resumed();
+      if (keep_journal) fresh.expect_journal_consistent();
+    }
+  }
+}
+
+// ---- The bound (stsresize.dev/lost-volume-max-unavailable) ------------------------------------
+
+TEST_F(Recovery, ABoundOfTwoRecoversASecondReplicaWhileTheFirstIsNotReadyButNotAThird) {
+  world.kube.mutate_raw(world.sts(), [&](Json& live) {
+    live["metadata"]["annotations"][std::string{kLostVolumeMaxUnavailableAnnotation}] = "2";
+  });
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  delete_node(node_name(0));
+  until_recovered(reconciler);
+  expect_recovered(0);
+  auto not_ready = [](Json& live) {
+    live["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "False"}}});
+  };
+  world.kube.mutate_raw({Kind::Pod, kNs, "web-0"}, not_ready);
+  delete_node(node_name(2));
+  until(reconciler, "the second recovered",
+        [&] { return std::ranges::count(journal_types(), "OperationFinished") == 2; });
+  until(reconciler, "ended", [&] { return annotation(kStateAnnotation).empty(); });
+  expect_recovered(2);
+  // Two replicas without their data: the third lost one waits.
+  world.kube.mutate_raw({Kind::Pod, kNs, "web-2"}, not_ready);
+  delete_node(node_name(1));
+  run_for(reconciler, 60);
+  EXPECT_EQ(std::ranges::count(journal_types(), "ReplicaLost"), 2);
+  EXPECT_EQ((*claim("data-web-1"))["metadata"]["uid"], uids["data-web-1"]);
+  expect_journal_consistent();
+}
+
+TEST_F(Recovery, ABoundThatIsNotAWholeNumberOfOneOrMoreIsReportedAndNothingIsRecovered) {
+  for (const char* bad : {"0", "-1", "two", "1.5", ""}) {
+    SCOPED_TRACE(bad);
+    RecoveryWorld w;
+    w.world.kube.mutate_raw(w.world.sts(), [&](Json& live) {
+      live["metadata"]["annotations"][std::string{kLostVolumeMaxUnavailableAnnotation}] = bad;
+    });
+    Reconciler reconciler{w.world.kube, w.journal, w.world.clock, w.world.events};
+    w.delete_node(node_name(1));
+    w.run_for(reconciler, 40);
+    EXPECT_TRUE(w.journal_types().empty());
+    ASSERT_FALSE(w.world.events.with_reason("InvalidRecoverySetting").empty());
+    EXPECT_NE(w.world.events.with_reason("InvalidRecoverySetting")[0].message.find(
+                  std::string{kLostVolumeMaxUnavailableAnnotation}),
+              std::string::npos);
   }
 }
 

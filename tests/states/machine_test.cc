@@ -107,7 +107,9 @@ std::map<Key, Phase> expected_drain_table() {
 
 // The lost-volume recovery's table. Nothing is deleted before ReplacingVolume: a failure ends it
 // Failed keeping every claim, a person may abort until the first lost claim is deleted, and a
-// node back before that ends it Completed with nothing more done.
+// node back before that ends it Completed with nothing more done. With a re-seed the StatefulSet
+// is paused from ReplacingVolume to the end of Reseeding: a failure or an abort there goes
+// through ScalingBack, which resumes it.
 std::map<Key, Phase> expected_recovery_table() {
   std::map<Key, Phase> table;
   auto both = [&](Phase from, Trigger event, Phase to) {
@@ -118,13 +120,18 @@ std::map<Key, Phase> expected_recovery_table() {
   both(Phase::AwaitingNode, Trigger::StepDone, Phase::ReplacingVolume);
   both(Phase::AwaitingNode, Trigger::NodeReturned, Phase::Completed);
   both(Phase::ReplacingVolume, Trigger::StepDone, Phase::MarkingReplica);
+  both(Phase::ReplacingVolume, Trigger::Reseed, Phase::Reseeding);
+  both(Phase::Reseeding, Trigger::StepDone, Phase::MarkingReplica);
   table[{Phase::ReplacingVolume, Trigger::NodeReturned, true}] = Phase::Completed;
   both(Phase::MarkingReplica, Trigger::StepDone, Phase::Completed);
   both(Phase::AwaitingNode, Trigger::CriticalError, Phase::Failed);
-  both(Phase::ReplacingVolume, Trigger::CriticalError, Phase::Failed);
+  both(Phase::ReplacingVolume, Trigger::CriticalError, Phase::ScalingBack);
+  both(Phase::Reseeding, Trigger::CriticalError, Phase::ScalingBack);
   both(Phase::MarkingReplica, Trigger::CriticalError, Phase::Failed);
+  both(Phase::ScalingBack, Trigger::ScaleBackDone, Phase::Failed);
+  both(Phase::ScalingBack, Trigger::CriticalError, Phase::Failed);
   table[{Phase::AwaitingNode, Trigger::Abort, true}] = Phase::Failed;
-  table[{Phase::ReplacingVolume, Trigger::Abort, true}] = Phase::Failed;
+  table[{Phase::ReplacingVolume, Trigger::Abort, true}] = Phase::ScalingBack;
   return table;
 }
 
@@ -260,7 +267,8 @@ TEST(DrainMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIsRef
   EXPECT_EQ(rows, 16);
   for (Phase phase : kAllPhases) {
     const bool recovers = phase == Phase::Pending || phase == Phase::AwaitingNode ||
-                          phase == Phase::ReplacingVolume || phase == Phase::MarkingReplica ||
+                          phase == Phase::ReplacingVolume || phase == Phase::Reseeding ||
+                          phase == Phase::MarkingReplica || phase == Phase::ScalingBack ||
                           is_terminal(phase);
     EXPECT_EQ(PhaseMachine::has_phase(OperationKind::Recovery, phase), recovers)
         << to_string(phase);
@@ -300,7 +308,7 @@ TEST(RecoveryMachine, EveryRowLeadsWhereTheSpecificationSaysAndEveryOtherEventIs
       }
     }
   }
-  EXPECT_EQ(rows, 19);
+  EXPECT_EQ(rows, 29);
 }
 
 TEST(PhaseMachine, AllowedIsFalseForTheWrongTargetOfALegalEvent) {

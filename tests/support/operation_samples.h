@@ -66,12 +66,12 @@ inline Operation sample_drain(Phase phase) {
 // recovery.
 inline bool recovery_phase(Phase phase) {
   return phase == Phase::AwaitingNode || phase == Phase::ReplacingVolume ||
-         phase == Phase::MarkingReplica;
+         phase == Phase::Reseeding || phase == Phase::MarkingReplica;
 }
 
 // A recovery of shop/web's ordinal 1 in `phase`, its node sim-1 deleted: waiting out the grace
-// (AwaitingNode), its claim data-web-1 kept and deleted (ReplacingVolume), the new claim marked
-// (MarkingReplica).
+// (AwaitingNode), its claim data-web-1 kept and deleted (ReplacingVolume), the StatefulSet paused
+// and the re-seed pod running (Reseeding), the new claim marked (MarkingReplica).
 inline Operation sample_recovery(Phase phase) {
   Operation op;
   op.id = "web-0123abcd";
@@ -97,6 +97,10 @@ inline Operation sample_recovery(Phase phase) {
     lost.pod_deleted = true;
   }
   if (phase == Phase::MarkingReplica) claim.new_uid = "uid-new-data-web-1";
+  if (phase == Phase::Reseeding) {
+    lost.reseed = true;
+    lost.reseed_pod_uid = "uid-web-1-stsresize-reseed";
+  }
   lost.claims.push_back(claim);
   op.lost = lost;
   return op;

@@ -280,6 +280,7 @@ TEST(SkipStep, OnlyCleaningUpIsSkippedAndEveryOtherPhaseSaysWhyAndWhatToRun) {
       {Phase::AwaitingNode,
        {"the lost node to come back", "keeping every claim", "stsresize advance shop/web --abort"}},
       {Phase::ReplacingVolume, {"new claims", "ends by itself"}},
+      {Phase::Reseeding, {"new claims", "ends by itself"}},
       {Phase::MarkingReplica, {"new claims", "ends by itself"}},
       {Phase::Completed, {"already ended in Completed"}},
       {Phase::Failed, {"already ended in Failed"}},

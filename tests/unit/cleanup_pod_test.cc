@@ -426,5 +426,71 @@ TEST(IsCleanupPod, TheOwnerAnnotationDecides) {
   EXPECT_FALSE(is_cleanup_pod(Json::parse(R"({"metadata": {"annotations": 3}})"), "web"));
 }
 
+// ---- The re-seed pod of a lost-volume recovery: the same rules, its own key, name and policy --
+
+// `statefulset()` without a cleanup template, with `reseed` as stsresize.dev/recovery-pod-template.
+Json reseeding(const std::string& reseed, const std::vector<std::string>& claims = {"data"}) {
+  Json sts = statefulset("", claims);
+  sts["metadata"]["annotations"]["stsresize.dev/recovery-pod-template"] = reseed;
+  return sts;
+}
+
+TEST(ReseedPod, RunsOnceBesideTheReplicasNameWithItsIdentityAndOnItsNewClaims) {
+  auto pod = reseed_pod(reseeding(std::string{kExampleTemplate}, {"data", "logs"}), 1,
+                        "web-recovery-1a2b3c4d");
+  ASSERT_TRUE(pod) << explain(pod.error());
+  EXPECT_EQ((*pod)["metadata"]["name"], "web-1-stsresize-reseed");
+  EXPECT_EQ((*pod)["metadata"]["labels"], Json::parse(R"({
+    "app": "datastore-cleanup", "stsresize.dev/operation": "web-recovery-1a2b3c4d",
+    "stsresize.dev/statefulset": "web", "stsresize.dev/purpose": "reseed"})"));
+  EXPECT_EQ((*pod)["metadata"]["annotations"],
+            Json::parse(R"({"stsresize.dev/operation": "web-recovery-1a2b3c4d"})"));
+  EXPECT_FALSE(is_cleanup_pod(*pod, "web"));
+  EXPECT_EQ((*pod)["spec"]["hostname"], "web-1");
+  EXPECT_EQ((*pod)["spec"]["subdomain"], "web");
+  EXPECT_EQ((*pod)["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ((*pod)["spec"]["volumes"], Json::parse(R"([
+    {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-1"}},
+    {"name": "logs", "persistentVolumeClaim": {"claimName": "logs-web-1"}}])"));
+  EXPECT_TRUE(has_reseed_template(reseeding(std::string{kExampleTemplate})));
+  // The cleanup pod template is not the re-seed's, nor the other way round.
+  EXPECT_FALSE(has_reseed_template(statefulset()));
+  EXPECT_FALSE(has_reseed_template(reseeding("")));
+  EXPECT_EQ(reseed_pod(statefulset(), 1, "x").error().problem, CleanupPodProblem::NoTemplate);
+  EXPECT_EQ(cleanup_pod(reseeding(std::string{kExampleTemplate}), 1, "x").error().problem,
+            CleanupPodProblem::NoTemplate);
+}
+
+TEST(ReseedPod, RestartPolicyNeverOrOnFailureNotAlways) {
+  for (const char* policy : {"Never", "OnFailure"}) {
+    auto pod = reseed_pod(
+        reseeding(example_with([&](Json& t) { t["spec"]["restartPolicy"] = policy; })), 0, "x");
+    ASSERT_TRUE(pod) << policy;
+    EXPECT_EQ((*pod)["spec"]["restartPolicy"], policy);
+  }
+  auto always = reseed_pod(
+      reseeding(example_with([](Json& t) { t["spec"]["restartPolicy"] = "Always"; })), 0, "x");
+  ASSERT_FALSE(always);
+  EXPECT_EQ(explain(always.error()),
+            "StatefulSet shop/web: the re-seed pod template (annotation "
+            "stsresize.dev/recovery-pod-template) has spec.restartPolicy \"Always\": a re-seed pod "
+            "runs once (leave restartPolicy unset, or set Never or OnFailure)");
+}
+
+TEST(ReseedPod, ProblemsNameTheReseedTemplate) {
+  auto bad = reseed_pod(reseeding("{not json"), 0, "x");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().problem, CleanupPodProblem::NotJson);
+  EXPECT_NE(explain(bad.error())
+                .find("the re-seed pod template (annotation "
+                      "stsresize.dev/recovery-pod-template) is not valid JSON"),
+            std::string::npos);
+  auto adopted = reseed_pod(
+      reseeding(example_with([](Json& t) { t["metadata"]["labels"]["app"] = "web"; })), 0, "x");
+  ASSERT_FALSE(adopted);
+  EXPECT_EQ(adopted.error().problem, CleanupPodProblem::MatchesSelector);
+  EXPECT_NE(explain(adopted.error()).find("the re-seed pod's labels match"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stsresize
