@@ -39,11 +39,22 @@
 #                   journal_lost deletes the journal after every crash. Each run died of SIGKILL
 #                   at the write it announced; then the same checks as deleted, the new claim and
 #                   pod created once (no second replacement).
-#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|podgc_first|crash_journal_kept|crash_journal_lost
-usage="deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|podgc_first|crash_journal_kept|crash_journal_lost"
+#   reseed          as deleted, with a re-seed pod template (stsresize.dev/recovery-pod-template)
+#                   whose pod fails if the replica already wrote on the new claim (/data/id) and
+#                   else writes /data/seeded: web-1 runs on a new claim holding that file and
+#                   nothing else of the old data; the re-seed pod is gone, the StatefulSet resumed
+#                   (not being deleted, no finalizer stsresize.dev/rolling), web-0 and web-2 the
+#                   same pods (the pause and the resume restarted nothing); Events
+#                   StatefulSetPaused and ReseedSucceeded, no ReseedFailed.
+#   crash_reseed_journal_lost
+#                   reseed with kill -9 after every write, as crash_journal_lost: the pause, the
+#                   claims and the re-seed pod created, the resume's Orphan delete, ConfigMap,
+#                   finalizer removal and create are each a crash point.
+#   lost_volume.sh STSRESIZE_BINARY deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|podgc_first|crash_journal_kept|crash_journal_lost|reseed|crash_reseed_journal_lost
+usage="deleted|out_of_service|not_ready|manual|two_nodes|fresh_claim|podgc_first|crash_journal_kept|crash_journal_lost|reseed|crash_reseed_journal_lost"
 case_name=${2:?$usage}
 case $case_name in
-  deleted | out_of_service | not_ready | manual | two_nodes | fresh_claim | podgc_first | crash_journal_kept | crash_journal_lost) ;;
+  deleted | out_of_service | not_ready | manual | two_nodes | fresh_claim | podgc_first | crash_journal_kept | crash_journal_lost | reseed | crash_reseed_journal_lost) ;;
   *)
     echo "usage: $0 STSRESIZE_BINARY $usage" >&2
     exit 2
@@ -72,6 +83,28 @@ e2e_statefulset web sim-fixed 3 statefulset-spread.yaml
 mode=auto
 [[ $case_name == manual ]] && mode=manual
 k annotate statefulset web stsresize.dev/lost-volume-recovery=$mode stsresize.dev/lost-volume-grace=5s >/dev/null
+reseed=0
+if [[ $case_name == *reseed* ]]; then
+  reseed=1
+  # Fails if the replica ran on the new claim first (it writes /data/id as it starts).
+  reseed_script='set -e
+[ ! -e /data/id ] || { echo "the replica ran on this claim before the re-seed" >&2; exit 7; }
+echo seeded >/data/seeded
+sleep 2'
+  reseed_template=$(jq -cn --arg script "$reseed_script" '{
+    metadata: {labels: {app: "web-reseed"}},
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{
+        name: "reseed",
+        image: "docker.io/library/busybox:1.36",
+        command: ["sh", "-c", $script],
+        volumeMounts: [{name: "data", mountPath: "/data"}]
+      }]
+    }
+  }')
+  k annotate statefulset web "stsresize.dev/recovery-pod-template=$reseed_template" >/dev/null
+fi
 node_of() { jp "pod/$1" '{.spec.nodeName}'; }
 uid_of() { jp "$1" '{.metadata.uid}'; }
 declare -A node pod_uid claim_uid volume
@@ -115,8 +148,12 @@ recovered() {
     fail "pod web-$i is not annotated recovered-from ${volume[$i]}"
   pv=$(jp "pvc/data-web-$i" '{.spec.volumeName}')
   [[ $pv != "${volume[$i]}" ]] || fail "data-web-$i is still on ${volume[$i]}"
-  now=$(cd "$(pv_dir "data-web-$i")" && find . -type f ! -name id ! -name marker)
-  [[ -z $now ]] || fail "the new data-web-$i holds more than the pod wrote: $now"
+  now=$(cd "$(pv_dir "data-web-$i")" && find . -type f ! -name id ! -name marker ! -name seeded)
+  [[ -z $now ]] || fail "the new data-web-$i holds more than the pod and the re-seed wrote: $now"
+  if ((reseed)); then
+    [[ $(cat "$(pv_dir "data-web-$i")/seeded" 2>/dev/null) == seeded ]] ||
+      fail "the new data-web-$i does not hold what the re-seed wrote"
+  fi
   [[ $(kubectl get pv "${volume[$i]}" -o jsonpath='{.spec.persistentVolumeReclaimPolicy}') == Retain ]] ||
     fail "the lost volume ${volume[$i]} is not kept (Retain)"
   volume_checksums "$i" | diff -q - "$work/volume-before-$i" >/dev/null ||
@@ -136,8 +173,24 @@ wait_recoveries() {
   done
 }
 
+# reseeded I: the re-seed of web-I ended well and left nothing behind; the StatefulSet runs again.
+reseeded() {
+  local i=$1
+  [[ -z $(k get pod "web-$i-stsresize-reseed" --ignore-not-found -o name) ]] ||
+    fail "the re-seed pod web-$i-stsresize-reseed is still there"
+  [[ -z $(jp statefulset/web '{.metadata.deletionTimestamp}') ]] || fail "StatefulSet web is still paused"
+  [[ $(jp statefulset/web '{.metadata.finalizers}') != *stsresize.dev/rolling* ]] ||
+    fail "StatefulSet web still carries the finalizer stsresize.dev/rolling"
+  [[ -z $(k get configmap --ignore-not-found -o name | grep definition) ]] ||
+    fail "the definition ConfigMap of the pause is left"
+  [[ -z $(kubectl get events -n "$ns" --field-selector reason=ReseedFailed -o name) ]] ||
+    fail "the re-seed failed: $(kubectl get events -n "$ns" --field-selector reason=ReseedFailed \
+      -o jsonpath='{.items[*].message}')"
+  ok "web-$i re-seeded before it started; the re-seed pod gone; StatefulSet web resumed"
+}
+
 case $case_name in
-  crash_journal_kept | crash_journal_lost)
+  crash_journal_kept | crash_journal_lost | crash_reseed_journal_lost)
     step "lose ${node[1]} and delete its Node; kill -9 after every write"
     lose "${node[1]}"
     kubectl delete node "${node[1]}" >/dev/null
@@ -164,7 +217,7 @@ case $case_name in
       [[ -n $at ]] || fail "run $crashes died without announcing the failpoint: $(tail -n 30 "$work/$log")"
       note "crash $((crashes + 1)): $at"
       crashes=$((crashes + 1))
-      if [[ $case_name == crash_journal_lost ]] && ! ended; then
+      if [[ $case_name == *journal_lost ]] && ! ended; then
         rm -f "$work/journal.db" "$work/journal.db-wal" "$work/journal.db-shm"
       fi
     done
@@ -174,12 +227,13 @@ case $case_name in
     recovered 1
     untouched 0
     untouched 2
+    ((reseed == 0)) || reseeded 1
     # The StatefulSet controller created the replica's claim and pod once more, not twice.
     [[ $(kubectl get events -n "$ns" --field-selector reason=SuccessfulCreate,involvedObject.name=web \
       -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -c "Pod web-1 in StatefulSet web") -le 2 ]] ||
       fail "pod web-1 was created more than twice"
     ;;
-  deleted | manual)
+  deleted | manual | reseed)
     step "lose ${node[1]} and delete its Node"
     lose "${node[1]}"
     kubectl delete node "${node[1]}" >/dev/null
@@ -197,6 +251,11 @@ case $case_name in
     recovered 1
     untouched 0
     untouched 2
+    if ((reseed)); then
+      reseeded 1
+      e2e_wait_event web '^StatefulSetPaused: .*re-seed of ordinal 1' 30
+      e2e_wait_event web '^ReseedSucceeded: ' 30
+    fi
     described=$("$stsresize" describe "$ns/web" --kubeconfig "$KUBECONFIG") || fail "describe failed"
     [[ $described == *"Recovered replicas"* && $described == *"kubectl delete pv ${volume[1]}"* ]] ||
       fail "describe does not list the lost volume ${volume[1]} with its delete: $described"
