@@ -83,7 +83,9 @@ std::string explain_abort(const Refusal& r, const Operation& op) {
   const std::string phase = phase_name(r.phase);
   const std::string watch = watch_hint(op.ns, op.statefulset);
   const std::string approve = advance_command_line(Action::Approve, op.ns, op.statefulset);
-  if (r.reason == RefusalReason::SourcesDeleted) {
+  // A resize's sources have backups to name; a drain's or a recovery's deleted claims are said
+  // by its phase below.
+  if (r.reason == RefusalReason::SourcesDeleted && op.kind == OperationKind::Resize) {
     std::vector<std::string> backups;
     for (const ClaimPlan& claim : op.claims) {
       const bool listed = std::ranges::find(r.deleted, claim.claim) != r.deleted.end() ||
