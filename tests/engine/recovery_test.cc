@@ -178,6 +178,56 @@ struct RecoveryWorld {
   void expect_journal_consistent() { testing::expect_journal_consistent(journal); }
 };
 
+// Node 1 deleted in a fresh World, and the controller killed right after its k-th write, for
+// every k the whole recovery makes, with the journal kept and lost; a controller started again
+// must converge, and `expect` says on what (called on the World that crashed).
+template <class World>
+void expect_converges_after_any_crash(const std::function<void(World&, bool)>& expect,
+                                      int at_least) {
+  int total = 0;
+  {
+    World whole;
+    Reconciler reconciler{whole.world.kube, whole.journal, whole.world.clock, whole.world.events};
+    whole.delete_node(node_name(1));
+    const int before = whole.world.kube.mutations();
+    whole.until_recovered(reconciler);
+    total = whole.world.kube.mutations() - before;
+  }
+  ASSERT_GT(total, at_least);
+  for (const bool keep_journal : {true, false}) {
+    for (int k = 1; k < total; ++k) {
+      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
+                   (keep_journal ? ", journal kept" : ", journal lost"));
+      World fresh;
+      fresh.delete_node(node_name(1));
+      const int start = fresh.world.kube.mutations();
+      fresh.world.kube.set_mutation_budget(k);
+      {
+        Reconciler reconciler{fresh.world.kube, fresh.journal, fresh.world.clock,
+                              fresh.world.events};
+        fresh.until(reconciler, "a crash",
+                    [&] { return fresh.world.kube.mutations() - start >= k; });
+      }
+      fresh.world.kube.set_mutation_budget(std::nullopt);
+      MemoryJournal lost;
+      Journal& second = keep_journal ? static_cast<Journal&>(fresh.journal) : lost;
+      {
+        Reconciler reconciler{fresh.world.kube, second, fresh.world.clock, fresh.world.events};
+        reconcile_until(
+            reconciler, fresh.world,
+            {"recovered",
+             [&](const ReconcileResult&) {
+               return fresh.annotation(kStateAnnotation).empty() &&
+                      fresh.annotation(kLastOperationAnnotation).find("\"Recovery\"") !=
+                          std::string::npos;
+             }},
+            {.limit = 120, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
+      }
+      expect(fresh, keep_journal);
+    }
+  }
+}
+
 class Recovery : public ::testing::Test, protected RecoveryWorld {};
 
 TEST_F(Recovery, ADeletedNodesReplicaGetsNewClaimsAfterTheGraceAndNoOtherIsTouched) {
@@ -352,52 +402,13 @@ TEST_F(Recovery, TwoNodesLostAreRecoveredOneAtATimeEachAfterTheLastIsReady) {
 }
 
 TEST_F(Recovery, ACrashAfterAnySideEffectConverges) {
-  int total = 0;
-  {
-    RecoveryWorld whole;
-    Reconciler reconciler{whole.world.kube, whole.journal, whole.world.clock, whole.world.events};
-    whole.delete_node(node_name(1));
-    const int before = whole.world.kube.mutations();
-    whole.until_recovered(reconciler);
-    total = whole.world.kube.mutations() - before;
-  }
-  ASSERT_GT(total, 6);
-  for (const bool keep_journal : {true, false}) {
-    for (int k = 1; k < total; ++k) {
-      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
-                   (keep_journal ? ", journal kept" : ", journal lost"));
-      RecoveryWorld fresh;
-      fresh.delete_node(node_name(1));
-      const int start = fresh.world.kube.mutations();
-      fresh.world.kube.set_mutation_budget(k);
-      {
-        Reconciler reconciler{fresh.world.kube, fresh.journal, fresh.world.clock,
-                              fresh.world.events};
-        fresh.until(reconciler, "a crash",
-                    [&] { return fresh.world.kube.mutations() - start >= k; });
-      }
-      fresh.world.kube.set_mutation_budget(std::nullopt);
-      MemoryJournal lost;
-      Journal& second = keep_journal ? static_cast<Journal&>(fresh.journal) : lost;
-      {
-        Reconciler reconciler{fresh.world.kube, second, fresh.world.clock, fresh.world.events};
-        reconcile_until(
-            reconciler, fresh.world,
-            {"recovered",
-             [&](const ReconcileResult&) {
-               const Json sts = fresh.world.live_sts();
-               const Json annotations = sts["metadata"].value("annotations", Json::object());
-               return !annotations.contains(std::string{kStateAnnotation}) &&
-                      annotations.value(std::string{kLastOperationAnnotation}, "")
-                              .find("\"Recovery\"") != std::string::npos;
-             }},
-            {.limit = 120, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
-      }
-      fresh.expect_recovered(1);
-      fresh.expect_untouched_but(1);
-      if (keep_journal) fresh.expect_journal_consistent();
-    }
-  }
+  expect_converges_after_any_crash<RecoveryWorld>(
+      [](RecoveryWorld& fresh, bool keep_journal) {
+        fresh.expect_recovered(1);
+        fresh.expect_untouched_but(1);
+        if (keep_journal) fresh.expect_journal_consistent();
+      },
+      6);
 }
 
 // ---- The re-seed (stsresize.dev/recovery-pod-template) ---------------------------------------
@@ -616,55 +627,15 @@ TEST_F(Reseed, ANodeBackAfterThePauseResumesTheStatefulSetAndDeletesNothing) {
 }
 
 TEST_F(Reseed, ACrashAfterAnySideEffectConverges) {
-  int total = 0;
-  {
-    ReseedWorld whole;
-    Reconciler reconciler{whole.world.kube, whole.journal, whole.world.clock, whole.world.events};
-    whole.delete_node(node_name(1));
-    const int before = whole.world.kube.mutations();
-    whole.until_recovered(reconciler);
-    total = whole.world.kube.mutations() - before;
-  }
-  ASSERT_GT(total, 12);
-  for (const bool keep_journal : {true, false}) {
-    for (int k = 1; k < total; ++k) {
-      SCOPED_TRACE("crash after mutation " + std::to_string(k) +
-                   (keep_journal ? ", journal kept" : ", journal lost"));
-      ReseedWorld fresh;
-      fresh.delete_node(node_name(1));
-      const int start = fresh.world.kube.mutations();
-      fresh.world.kube.set_mutation_budget(k);
-      {
-        Reconciler reconciler{fresh.world.kube, fresh.journal, fresh.world.clock,
-                              fresh.world.events};
-        fresh.until(reconciler, "a crash",
-                    [&] { return fresh.world.kube.mutations() - start >= k; });
-      }
-      fresh.world.kube.set_mutation_budget(std::nullopt);
-      MemoryJournal lost;
-      Journal& second = keep_journal ? static_cast<Journal&>(fresh.journal) : lost;
-      {
-        Reconciler reconciler{fresh.world.kube, second, fresh.world.clock, fresh.world.events};
-        reconcile_until(
-            reconciler, fresh.world,
-            {"recovered",
-             [&](const ReconcileResult&) {
-               auto live = fresh.world.kube.get_raw(fresh.world.sts());
-               if (!live) return false;
-               const Json annotations = (*live)["metadata"].value("annotations", Json::object());
-               return !annotations.contains(std::string{kStateAnnotation}) &&
-                      annotations.value(std::string{kLastOperationAnnotation}, "")
-                              .find("\"Recovery\"") != std::string::npos;
-             }},
-            {.limit = 120, .pace = {.ticks = 1, .tick_length = std::chrono::seconds{2}}});
-      }
-      EXPECT_FALSE(fresh.replica_beside);
-      fresh.expect_reseeded(1, /*seeded=*/true);
-      fresh.expect_untouched_but(1);
-      fresh.expect_resumed();
-      if (keep_journal) fresh.expect_journal_consistent();
-    }
-  }
+  expect_converges_after_any_crash<ReseedWorld>(
+      [](ReseedWorld& fresh, bool keep_journal) {
+        EXPECT_FALSE(fresh.replica_beside);
+        fresh.expect_reseeded(1, /*seeded=*/true);
+        fresh.expect_untouched_but(1);
+        fresh.expect_resumed();
+        if (keep_journal) fresh.expect_journal_consistent();
+      },
+      12);
 }
 
 // ---- The bound (stsresize.dev/lost-volume-max-unavailable) ------------------------------------
