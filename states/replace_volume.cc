@@ -100,10 +100,11 @@ StepOutcome replace_volume_step(StepContext& ctx) {
     if (!pod->has_value()) return record_and_continue(ctx, entries::LostPodDeleted{});
     // The pod is the lost replica's while a lost claim still exists (the StatefulSet controller
     // creates no pod while a claim of it is being deleted) or while it is placed on the lost
-    // node; otherwise it is the new replica, which is left alone. Paused for a re-seed, no pod of
-    // the ordinal is the new replica: one the StatefulSet controller created before the pause
-    // would start on the new claims before the re-seed.
-    bool stuck = lost.reseed || (**pod)["spec"].value("nodeName", std::string{}) == lost.node;
+    // node; otherwise it is the new replica, which is left alone. Paused for a re-seed, a pod
+    // placed nowhere is not left either: the StatefulSet controller made it before the pause,
+    // and it would start on the new claims before the re-seed.
+    const std::string placed = (**pod)["spec"].value("nodeName", std::string{});
+    bool stuck = placed == lost.node || (lost.reseed && placed.empty());
     for (const LostClaim& c : lost.claims) {
       if (stuck) break;
       auto claim = get_optional(ctx, claim_ref(ctx.op, c.claim));

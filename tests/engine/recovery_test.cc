@@ -425,6 +425,7 @@ struct ReseedWorld : RecoveryWorld {
   // Whether the replica's pod existed while a re-seed ran: it must not.
   bool replica_beside = false;
   int exit_code = 0;
+  bool hold = false;  // the re-seed keeps running while set
 
   explicit ReseedWorld(const Json& tmpl = kReseedTemplate) {
     world.kube.mutate_raw(world.sts(), [&](Json& live) {
@@ -433,6 +434,7 @@ struct ReseedWorld : RecoveryWorld {
     world.cluster.set_pod_runner(
         [this](const Json& pod,
                std::map<std::string, VolumeFiles*>& volumes) -> std::optional<JobRun> {
+          if (hold) return std::nullopt;
           runs.push_back(pod);
           const std::string ordinal = pod["spec"].value("hostname", std::string{"?"});
           if (world.kube.get_raw({Kind::Pod, kNs, ordinal})) replica_beside = true;
@@ -554,6 +556,88 @@ TEST_F(Reseed, AReseedPodDeletedBySomeoneGivesTheReseedUp) {
   ASSERT_EQ(world.events.with_reason("ReseedFailed").size(), 1u);
   EXPECT_NE(world.events.with_reason("ReseedFailed")[0].message.find("deleted before it ended"),
             std::string::npos);
+}
+
+// While paused for the re-seed, people act on the StatefulSet: a scale-up (as a GitOps tool or an
+// HPA would) and an annotation edit. Neither is lost, nothing is started beside the re-seed, and
+// the resume keeps both.
+TEST_F(Reseed, AScaleUpAndAnAnnotationEditWhilePausedAreKeptAndNothingStartsBesideTheReseed) {
+  hold = true;
+  Reconciler reconciler{world.kube, journal, world.clock, world.events};
+  delete_node(node_name(1));
+  const ObjectRef pod{Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 1)};
+  until(reconciler, "the re-seed running", [&] {
+    auto now = world.kube.get_raw(pod);
+    return now && (*now)["status"].value("phase", "") == "Running";
+  });
+  world.kube.mutate_raw(world.sts(), [](Json& live) {
+    live["spec"]["replicas"] = 4;
+    live["metadata"]["annotations"]["team"] = "storage";
+  });
+  run_for(reconciler, 10);
+  EXPECT_EQ(phase(), "Reseeding");
+  EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, "web-1"}));
+  EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, "web-3"})) << "a paused set starts nothing";
+  hold = false;
+  until_recovered(reconciler);
+  EXPECT_FALSE(replica_beside);
+  expect_reseeded(1, /*seeded=*/true);
+  expect_untouched_but(1);
+  expect_resumed();
+  const Json sts = world.live_sts();
+  EXPECT_EQ(sts["spec"]["replicas"], 4);
+  EXPECT_EQ(sts["metadata"]["annotations"].value("team", ""), "storage");
+  until(reconciler, "web-3 runs", [&] {
+    auto now = world.kube.get_raw({Kind::Pod, kNs, "web-3"});
+    return now && (*now)["status"].value("phase", "") == "Running";
+  });
+  expect_journal_consistent();
+}
+
+// A pod of someone else's on a new claim (made by hand once the recovery created it): the
+// re-seed is not run beside it, and says why.
+TEST(ReseedTemplate, NotRunBesideAPodOfSomeoneElsesOnTheNewClaims) {
+  ReseedWorld w;
+  w.delete_node(node_name(1));
+  // One write per controller run, until the new claim data-web-1 exists (before the re-seed pod).
+  const auto new_claim = [&] {
+    auto claim = w.claim("data-web-1");
+    return claim && (*claim)["metadata"]["uid"] != w.uids["data-web-1"];
+  };
+  for (int i = 0; i < 60 && !new_claim(); ++i) {
+    w.world.kube.set_mutation_budget(1);
+    {
+      Reconciler reconciler{w.world.kube, w.journal, w.world.clock, w.world.events};
+      reconciler.reconcile(kNs, kSts);
+    }
+    w.world.kube.set_mutation_budget(std::nullopt);
+    w.world.cluster.tick();
+    w.world.clock.advance(std::chrono::seconds{2});
+  }
+  ASSERT_TRUE(new_claim());
+  ASSERT_TRUE(w.runs.empty());
+  auto made = w.world.kube.system().create(
+      Kind::Pod,
+      Json{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", {{"name", "debug"}, {"namespace", kNs}}},
+           {"spec",
+            {{"containers", Json::array({{{"name", "sh"}, {"image", "busybox"}}})},
+             {"volumes",
+              Json::array({{{"name", "data"},
+                            {"persistentVolumeClaim", {{"claimName", "data-web-1"}}}}})}}}});
+  ASSERT_TRUE(made) << made.error().message;
+  Reconciler reconciler{w.world.kube, w.journal, w.world.clock, w.world.events};
+  w.until_recovered(reconciler);
+  EXPECT_TRUE(w.runs.empty());
+  EXPECT_FALSE(w.world.kube.get_raw({Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 1)}));
+  ASSERT_EQ(w.world.events.with_reason("ReseedFailed").size(), 1u);
+  EXPECT_NE(w.world.events.with_reason("ReseedFailed")[0].message.find(
+                "pod debug already uses claim data-web-1"),
+            std::string::npos);
+  EXPECT_TRUE(w.world.kube.get_raw({Kind::Pod, kNs, "debug"}));
+  w.expect_resumed();
+  w.expect_untouched_but(1);
 }
 
 TEST(ReseedTemplate, OneThatCannotMakeAPodIsReportedAndNothingIsRecovered) {
