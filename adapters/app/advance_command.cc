@@ -266,7 +266,8 @@ CLI::App* add_advance_command(CLI::App& app, AdvanceOptions& options) {
   advance
       ->add_option("statefulset", options.target,
                    "NAMESPACE/NAME of the StatefulSet (NAME alone: the context's namespace)")
-      ->required();
+      ->required()
+      ->type_name("NS/STS");
   advance->add_flag("--approve", options.approve,
                     "Let the transition that waits for approval happen");
   advance->add_flag("--abort", options.abort,

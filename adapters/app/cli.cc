@@ -5,6 +5,7 @@
 
 #include "adapters/app/advance_command.h"
 #include "adapters/app/apply_locally.h"
+#include "adapters/app/completion.h"
 #include "adapters/app/exit_codes.h"
 #include "adapters/app/journal_command.h"
 #include "adapters/app/replay_command.h"
@@ -28,13 +29,35 @@ constexpr const char* kFooter =
     "  5  advance: refused (the message says why and what to run instead)\n"
     "  6  advance --apply-locally: stopped before the operation rested (--timeout, a signal)";
 
+constexpr const char* kCompletionFooter =
+    "Prints a script that completes stsresize's commands, flags and StatefulSet names (read\n"
+    "from the cluster, with the command's --kubeconfig, --context and -n) in the shell. The\n"
+    "kubectl plugin completes through kubectl (v1.26 or later) once kubectl_complete-stsresize\n"
+    "is on PATH beside kubectl-stsresize: no script is needed for it.\n"
+    "\n"
+    "Examples:\n"
+    "  source <(stsresize completion bash)            # in ~/.bashrc\n"
+    "  source <(stsresize completion zsh)             # in ~/.zshrc, after compinit\n"
+    "  stsresize completion bash > /etc/bash_completion.d/stsresize\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  printed\n"
+    "  2  usage error (a shell other than bash or zsh)";
+
 }  // namespace
 
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            std::string_view invoked_as, const ListStatefulSets& statefulsets) {
+  // kubectl runs its plugin's completion as kubectl_complete-stsresize WORD... PARTIAL.
+  const bool completing =
+      invoked_as == kPluginCompletionProgram || (!args.empty() && args.front() == "__complete");
+  const std::string program = invoked_as == kPluginProgram || invoked_as == kPluginCompletionProgram
+                                  ? "kubectl stsresize"
+                                  : std::string{kProgram};
   CLI::App app{
       "stsresize resizes the volumes of Kubernetes StatefulSets safely: scale down, "
       "back up, recreate the claims, restore, scale up.",
-      "stsresize"};
+      program};
   app.footer(kFooter);
   app.require_subcommand(1);
 
@@ -52,6 +75,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   AdvanceOptions advance_options;
   CLI::App* advance = add_advance_command(app, advance_options);
   add_apply_locally_flags(*advance, advance_options);
+  std::string shell;
+  CLI::App* completion =
+      app.add_subcommand("completion", "Print a shell completion script (bash or zsh)");
+  completion->footer(kCompletionFooter);
+  completion->add_option("shell", shell, "bash or zsh")->required()->type_name("SHELL");
+
+  if (completing) {
+    std::vector<std::string> words(args.begin() + (invoked_as == kPluginCompletionProgram ? 0 : 1),
+                                   args.end());
+    if (words.empty()) words.push_back("");
+    print_completion(complete(app, words, statefulsets), out);
+    return kExitOk;
+  }
 
   // CLI11 reads `--flag=` (an empty value) as `--flag` and takes the next argument as its
   // value, so `--journal= --step` would open a journal named "--step": refuse it first.
@@ -85,6 +121,16 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (status->parsed()) return run_status(status_options, out, err);
   if (describe->parsed()) return run_describe(describe_options, out, err);
   if (version->parsed()) return run_version(out);
+  if (completion->parsed()) {
+    std::string script = completion_script(
+        shell, invoked_as == kPluginProgram ? kPluginProgram : std::string_view{kProgram});
+    if (script.empty()) {
+      err << "stsresize completion: no script for the shell \"" << shell << "\": bash or zsh\n";
+      return kExitUsage;
+    }
+    out << script;
+    return kExitOk;
+  }
   if (advance->parsed()) {
     auto connected = connect_advance(advance_options, err);
     if (!connected) return connected.error();
