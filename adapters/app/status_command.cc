@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <map>
+#include <sstream>
 
 #include "adapters/app/credentials.h"
 #include "adapters/app/exit_codes.h"
@@ -46,6 +48,9 @@ constexpr std::string_view kStatusFooter =
     "templates larger than the claims; scale-down: a drain; lost-volume: a recovery), TARGET\n"
     "(template:size, (class) when it changes; drain ORDINALS; recover ORDINAL (node N deleted))\n"
     "and REPLICAS (before the operation). -o json and -o yaml print every field, claim by claim.\n"
+    "-w (--watch) then keeps reading, as `kubectl get -w`: a row is printed again, without the\n"
+    "header, each time it changes (STEP AGE aside); the StatefulSets are watched, and read again\n"
+    "at least every 10 s for what their annotations do not carry (a failing Job). Ctrl-C ends it.\n"
     "\n"
     "Credentials: --kubeconfig, else $KUBECONFIG, else the pod's service account (in a\n"
     "cluster), else ~/.kube/config. The namespace: -n, else the kubeconfig context's.\n"
@@ -54,6 +59,7 @@ constexpr std::string_view kStatusFooter =
     "  stsresize status                       # the current namespace\n"
     "  stsresize status -A -o wide            # every namespace, more columns\n"
     "  stsresize status -n shop web -o json   # one StatefulSet, for scripts\n"
+    "  stsresize status -A -w                 # every namespace, as the operations advance\n"
     "  stsresize describe shop/web --journal /var/lib/stsresize/journal.db\n"
     "\n"
     "Exit codes:\n"
@@ -113,15 +119,17 @@ int cluster_error(std::ostream& err, std::string_view command, const ClusterTarg
   }
 }
 
-KubeResult<std::vector<Json>> list_all(Kubernetes& kube, Kind kind, const std::string& ns,
-                                       ListOptions options) {
-  std::vector<Json> items;
+// Every page; the resourceVersion is the first page's (the list's snapshot).
+KubeResult<ObjectList> list_all(Kubernetes& kube, Kind kind, const std::string& ns,
+                                ListOptions options) {
+  ObjectList all;
   options.limit = 500;
   for (;;) {
     auto page = kube.list(kind, ns, options);
     if (!page) return std::unexpected(page.error());
-    for (Json& item : page->items) items.push_back(std::move(item));
-    if (page->continue_token.empty()) return items;
+    if (all.resource_version.empty()) all.resource_version = page->resource_version;
+    for (Json& item : page->items) all.items.push_back(std::move(item));
+    if (page->continue_token.empty()) return all;
     options.continue_token = page->continue_token;
   }
 }
@@ -137,6 +145,11 @@ std::optional<int> check_status_options(const StatusOptions& options, std::ostre
     return usage(
         err, "status",
         "--output must be wide, json or yaml (or left out for a table), not \"" + output + "\"");
+  }
+  if (options.watch && (output == "json" || output == "yaml")) {
+    return usage(err, "status",
+                 "-w prints table rows: leave -o out or give -o wide (scripts can poll `status "
+                 "-o json`)");
   }
   if (options.all_namespaces && !options.ns.empty()) {
     return usage(err, "status",
@@ -215,6 +228,8 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& options) {
       ->add_option("-o,--output", options.output,
                    "wide (more columns), json or yaml; default: a table")
       ->type_name("FORMAT");
+  status->add_flag("-w,--watch", options.watch,
+                   "After the table, print each row again when it changes, until interrupted");
   return status;
 }
 
@@ -238,16 +253,28 @@ int run_status(const StatusOptions& options, std::ostream& out, std::ostream& er
   auto connection = connect(options.kubeconfig, options.context);
   if (!connection) return usage(err, "status", connection.error());
   SystemClock clock;
+  if (options.watch) {
+    return watch_status(*connection->kube, connection->target, options, [&] { return clock.now(); },
+                        out, err, {});
+  }
   return run_status(*connection->kube, connection->target, options, clock.now(), out, err);
 }
 
-int run_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptions& options,
-               TimePoint now, std::ostream& out, std::ostream& err) {
-  if (auto refused = check_status_options(options, err)) return *refused;
-  const std::string& output = options.output;
-  const std::string ns =
-      options.all_namespaces ? "" : (options.ns.empty() ? cluster.default_ns : options.ns);
+namespace {
 
+struct StatusRead {
+  std::string ns;  // "" with -A
+  std::vector<StatusRow> rows;
+  bool statefulset_exists = true;    // the named StatefulSet (or its kept definition) was found
+  std::string statefulsets_version;  // of the StatefulSets read: where -w's watch starts
+};
+
+// One reading of the cluster; the exit code when it could not be made.
+std::expected<StatusRead, int> read_status(Kubernetes& kube, const ClusterTarget& cluster,
+                                           const StatusOptions& options, std::ostream& err) {
+  StatusRead read;
+  const std::string& ns = read.ns =
+      options.all_namespaces ? "" : (options.ns.empty() ? cluster.default_ns : options.ns);
   std::vector<Json> statefulsets;
   ListOptions owned;
   owned.label_selector = std::string{kStatefulSetLabel};
@@ -255,46 +282,84 @@ int run_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptio
     owned.label_selector += "=" + naming::label_value(options.statefulset);
     auto one = kube.get(ObjectRef{Kind::StatefulSet, ns, options.statefulset});
     if (one) {
+      read.statefulsets_version = k8s::resource_version(*one).value_or("");
       statefulsets.push_back(std::move(*one));
     } else if (one.error().code != KubeErrorCode::NotFound) {
-      return cluster_error(err, "status", cluster,
-                           "read statefulset " + ns + "/" + options.statefulset, one.error());
+      return std::unexpected(cluster_error(err, "status", cluster,
+                                           "read statefulset " + ns + "/" + options.statefulset,
+                                           one.error()));
     }
   } else {
     auto all = list_all(kube, Kind::StatefulSet, ns, {});
     if (!all) {
-      return cluster_error(err, "status", cluster, "list statefulsets " + where(ns), all.error());
+      return std::unexpected(
+          cluster_error(err, "status", cluster, "list statefulsets " + where(ns), all.error()));
     }
-    statefulsets = std::move(*all);
+    read.statefulsets_version = all->resource_version;
+    statefulsets = std::move(all->items);
   }
   auto claims = list_all(kube, Kind::PersistentVolumeClaim, ns, owned);
   if (!claims) {
-    return cluster_error(err, "status", cluster, "list persistentvolumeclaims " + where(ns),
-                         claims.error());
+    return std::unexpected(cluster_error(
+        err, "status", cluster, "list persistentvolumeclaims " + where(ns), claims.error()));
   }
   auto jobs = list_all(kube, Kind::Job, ns, owned);
-  if (!jobs) return cluster_error(err, "status", cluster, "list jobs " + where(ns), jobs.error());
+  if (!jobs) {
+    return std::unexpected(
+        cluster_error(err, "status", cluster, "list jobs " + where(ns), jobs.error()));
+  }
   // Definitions kept while an explicit request re-creates a StatefulSet (absent meanwhile).
   auto definitions = list_all(kube, Kind::ConfigMap, ns, owned);
   if (!definitions) {
-    return cluster_error(err, "status", cluster, "list configmaps " + where(ns),
-                         definitions.error());
+    return std::unexpected(
+        cluster_error(err, "status", cluster, "list configmaps " + where(ns), definitions.error()));
   }
-
-  std::vector<StatusRow> rows = status_rows(statefulsets, *claims, *jobs, *definitions);
+  read.rows = status_rows(statefulsets, claims->items, jobs->items, definitions->items);
   if (!options.statefulset.empty()) {
-    std::erase_if(rows, [&](const StatusRow& row) { return row.name != options.statefulset; });
-    if (statefulsets.empty() && rows.empty()) {
-      return usage(err, "status",
-                   "no StatefulSet " + options.statefulset + " in namespace " + ns +
-                       " (`stsresize status -A` lists every StatefulSet with an operation)");
-    }
+    std::erase_if(read.rows, [&](const StatusRow& row) { return row.name != options.statefulset; });
+    read.statefulset_exists = !statefulsets.empty() || !read.rows.empty();
+  }
+  return read;
+}
+
+// A row's table line, less what changes by itself (STEP AGE): -w prints a row again when this
+// changes.
+std::string watched_content(const StatusRow& row, const StatusOptions& options) {
+  StatusRow still = row;
+  still.since.reset();
+  return render_status_table(
+      std::span<const StatusRow>{&still, 1}, TimePoint{},
+      {.all_namespaces = options.all_namespaces, .wide = options.output == "wide"});
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  return lines;
+}
+
+}  // namespace
+
+int run_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptions& options,
+               TimePoint now, std::ostream& out, std::ostream& err) {
+  if (auto refused = check_status_options(options, err)) return *refused;
+  const std::string& output = options.output;
+  auto read = read_status(kube, cluster, options, err);
+  if (!read) return read.error();
+  const std::string& ns = read->ns;
+  const std::vector<StatusRow>& rows = read->rows;
+  if (!read->statefulset_exists) {
+    return usage(err, "status",
+                 "no StatefulSet " + options.statefulset + " in namespace " + ns +
+                     " (`stsresize status -A` lists every StatefulSet with an operation)");
   }
   if (output == "json") {
     out << render_status_json(rows, now);
   } else if (output == "yaml") {
     out << render_status_yaml(rows, now);
   } else if (rows.empty()) {
+    if (options.watch) return kExitOk;  // kubectl get -w prints nothing either
     if (!options.statefulset.empty()) {
       out << "No resize operation on StatefulSet " << ns << "/" << options.statefulset
           << " (it has no stsresize.dev annotation).\n";
@@ -306,6 +371,67 @@ int run_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptio
         rows, now, {.all_namespaces = options.all_namespaces, .wide = output == "wide"});
   }
   return kExitOk;
+}
+
+int watch_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptions& options,
+                 const std::function<TimePoint()>& now, std::ostream& out, std::ostream& err,
+                 std::stop_token stop) {
+  if (auto refused = check_status_options(options, err)) return *refused;
+  auto read = read_status(kube, cluster, options, err);
+  if (!read) return read.error();
+  if (!read->statefulset_exists) return run_status(kube, cluster, options, now(), out, err);
+  std::map<std::string, std::string> shown;  // "ns/name" -> watched_content
+  const auto key = [](const StatusRow& row) { return row.ns + "/" + row.name; };
+  std::vector<StatusRow> printed;  // every row printed so far: the widths of the columns
+  for (;;) {
+    std::vector<std::size_t> changed;  // indexes into read->rows
+    for (std::size_t i = 0; i < read->rows.size(); ++i) {
+      const StatusRow& row = read->rows[i];
+      std::string content = watched_content(row, options);
+      auto [at, added] = shown.try_emplace(key(row), content);
+      if (added || at->second != content) {
+        at->second = std::move(content);
+        changed.push_back(i);
+      }
+    }
+    if (!changed.empty()) {
+      // Laid out with the header and every row printed before, so that a line lines up with
+      // those above it: a column is never narrower than it was.
+      std::vector<StatusRow> laid = printed;
+      for (std::size_t i : changed) laid.push_back(read->rows[i]);
+      const std::vector<std::string> lines = split_lines(render_status_table(
+          laid, now(),
+          {.all_namespaces = options.all_namespaces, .wide = options.output == "wide"}));
+      if (printed.empty()) out << lines.front() << "\n";
+      for (std::size_t k = 1 + printed.size(); k < lines.size(); ++k) out << lines[k] << "\n";
+      out << std::flush;
+      for (std::size_t i : changed) {
+        StatusRow kept = read->rows[i];
+        kept.operation.reset();  // the table's cells only
+        kept.jobs.clear();
+        kept.backup_claims.clear();
+        printed.push_back(std::move(kept));
+      }
+    }
+    // Until a StatefulSet changes (its annotations carry the operation), or kStatusResync for
+    // what they do not carry (a Job failing, a backup claim created).
+    WatchOptions watch;
+    watch.resource_version = read->statefulsets_version;
+    watch.timeout = kStatusResync;
+    watch.allow_bookmarks = false;
+    if (!options.statefulset.empty()) {
+      watch.field_selector = "metadata.name=" + options.statefulset;
+    }
+    auto waited = kube.watch(Kind::StatefulSet, read->ns, watch, stop,
+                             [](const WatchEvent&) { return false; });
+    if (stop.stop_requested()) return kExitOk;
+    if (!waited && waited.error().code != KubeErrorCode::Gone) {
+      return cluster_error(err, "status", cluster, "watch statefulsets " + where(read->ns),
+                           waited.error());
+    }
+    read = read_status(kube, cluster, options, err);
+    if (!read) return read.error();
+  }
 }
 
 int run_describe(const DescribeOptions& options, std::ostream& out, std::ostream& err) {
@@ -402,7 +528,7 @@ int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluste
                          every_claim.error());
   }
   if (auto templates = k8s::claim_templates(input.statefulset); templates) {
-    for (Json& claim : *every_claim) {
+    for (Json& claim : every_claim->items) {
       auto from = k8s::annotation(claim, kRecoveredFromAnnotation);
       if (!from || !from->has_value()) continue;
       const std::string claim_name = k8s::name(claim).value_or("");
@@ -415,9 +541,9 @@ int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluste
       if (of_this_set) input.recovered.push_back(std::move(claim));
     }
   }
-  input.claims = std::move(*claims);
-  input.jobs = std::move(*jobs);
-  input.events = std::move(*events);
+  input.claims = std::move(claims->items);
+  input.jobs = std::move(jobs->items);
+  input.events = std::move(events->items);
   // The planned source claims not recorded deleted, as they are now: one may be going already.
   if (auto op = read_operation(input.statefulset); op && op->has_value()) {
     input.sources.emplace();

@@ -5,7 +5,9 @@
 // The renderings are status_view.h. Exit codes (exit_codes.h): 0 shown, 2 usage error or a
 // StatefulSet / journal that cannot be found or read, 4 the API server could not be reached
 // or refused to answer.
+#include <functional>
 #include <ostream>
+#include <stop_token>
 #include <string>
 
 #include "engine/ports/journal.h"
@@ -26,6 +28,7 @@ struct StatusOptions {
   bool all_namespaces = false;
   std::string statefulset{};  // one StatefulSet only
   std::string output{};       // "" (table), "wide", "json", "yaml"
+  bool watch = false;         // -w: then a line per row that changes
 };
 
 struct DescribeOptions {
@@ -53,6 +56,15 @@ int run_describe(const DescribeOptions& options, std::ostream& out, std::ostream
 // journal opened from options.journal (nullptr without --journal).
 int run_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptions& options,
                TimePoint now, std::ostream& out, std::ostream& err);
+// -w: the table, then, each time the StatefulSets change (a watch) or kStatusResync has passed,
+// the rows whose line changed (STEP AGE aside), without the header, as `kubectl get -w` does;
+// until `stop` (the command: until interrupted) or the cluster cannot be read (exit 4). Each
+// reading is the four lists of `status`: one per StatefulSet change, at most one per
+// kStatusResync when nothing changes.
+inline constexpr Duration kStatusResync = std::chrono::seconds{10};
+int watch_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOptions& options,
+                 const std::function<TimePoint()>& now, std::ostream& out, std::ostream& err,
+                 std::stop_token stop);
 int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluster,
                  const DescribeOptions& options, TimePoint now, std::ostream& out,
                  std::ostream& err);

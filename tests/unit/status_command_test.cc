@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "adapters/app/cli.h"
 #include "adapters/app/exit_codes.h"
@@ -96,6 +100,66 @@ TEST_F(StatusCommandTest, StatusCommand_AllNamespacesAndOneStatefulSet) {
   EXPECT_EQ(document.at("items").at(0).at("jobs").size(), 2u);
   EXPECT_EQ(document.at("items").at(0).at("backupClaims"),
             Json::array({"data-web-0-stsresize-bak"}));
+}
+
+// -w: the table, then only the rows that changed, without the header, at once when a
+// StatefulSet changes; a row whose STEP AGE alone grew is not printed again.
+TEST_F(StatusCommandTest, StatusCommand_WatchPrintsTheRowsThatChangeAsTheyChange) {
+  std::ostringstream out, err;
+  std::atomic<int> code{-1};
+  TimePoint now = kStatusNow;
+  std::mutex now_mutex;
+  {
+    std::jthread watcher([&](std::stop_token stop) {
+      code = watch_status(
+          kube, cluster, {.watch = true},
+          [&] {
+            std::lock_guard lock{now_mutex};
+            return now;
+          },
+          out, err, stop);
+    });
+    const auto wait_for_watches = [&](int n) {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (kube.calls(Verb::Watch) < n && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+      }
+      ASSERT_GE(kube.calls(Verb::Watch), n) << "the watcher did not wait again";
+    };
+    wait_for_watches(1);
+    {
+      std::lock_guard lock{now_mutex};
+      now += 1min;  // every STEP AGE grows: nothing to print for that alone
+    }
+    // A change that the rows do not show (a label): read again, nothing printed.
+    kube.mutate_raw({Kind::StatefulSet, "shop", "cache"},
+                    [](Json& sts) { sts["metadata"]["labels"]["tier"] = "cold"; });
+    wait_for_watches(2);
+    // web moves on to Recreating.
+    const Json next = statefulset_in("web", Phase::Recreating, 0s);
+    kube.mutate_raw({Kind::StatefulSet, "shop", "web"}, [&](Json& sts) {
+      sts["metadata"]["annotations"] = next["metadata"]["annotations"];
+    });
+    wait_for_watches(3);
+    watcher.request_stop();
+  }
+  EXPECT_EQ(code, kExitOk) << err.str();
+  const std::string printed = out.str();
+  EXPECT_TRUE(printed.starts_with("NAME    PATH   PHASE       CLAIMS   STEP AGE   MESSAGE\n"
+                                  "cache   -      Completed   -        5m\n"
+                                  "web     copy   BackingUp   1/3      27s"))
+      << printed;
+  // One more line, web's, and no header again.
+  const auto lines = std::ranges::count(printed, '\n');
+  EXPECT_EQ(lines, 4) << printed;
+  EXPECT_TRUE(contains(printed, "\nweb     copy   Recreating   2/3      60s")) << printed;
+  EXPECT_EQ(printed.find("NAME", 1), std::string::npos) << printed;
+}
+
+TEST_F(StatusCommandTest, StatusCommand_WatchRefusesJsonAndYaml) {
+  const Outcome json = status({.output = "json", .watch = true});
+  EXPECT_EQ(json.code, kExitUsage);
+  EXPECT_TRUE(contains(json.err, "-w prints table rows")) << json.err;
 }
 
 TEST_F(StatusCommandTest, StatusCommand_SaysSoWhenThereIsNothing) {

@@ -42,6 +42,10 @@ ok "$out"
 step "start the controller (one copy at a time, copy pods delayed 3s), request 2Gi"
 set_fault podStartDelay 3s
 e2e_start_controller controller.log --max-parallel-copies 1
+# status -w follows the whole resize, from before the request (nothing to print yet).
+status -n "$ns" -w >"$work/watch.out" 2>"$work/watch.err" &
+watch_pid=$!
+on_exit "kill $watch_pid 2>/dev/null || true"
 k annotate statefulset web 'stsresize.dev/resize={"data":{"storage":"2Gi"}}' >/dev/null
 
 step "poll status -o json until Completed"
@@ -100,6 +104,40 @@ grep -Eq '^web +- +Completed +- ' <<<"$out" || fail "no Completed row for web: $
 out=$(status -A -o wide) || fail "status -A exited $?"
 grep -Eq "^$ns +web +- +Completed " <<<"$out" || fail "-A has no Completed row for $ns/web: $out"
 ok "web shows Completed, also with -A -o wide"
+
+step "status -w printed a row per change, the header once"
+sleep 1  # the watch reads again at once on the last annotation change
+kill "$watch_pid" 2>/dev/null || fail "status -w exited early: $(cat "$work/watch.err")"
+note "$(cat "$work/watch.out")"
+headers=$(grep -c '^NAME ' "$work/watch.out" || true)
+((headers == 1)) || fail "status -w printed the header $headers times"
+watched=$(awk '$1 == "web" {print $3}' "$work/watch.out" | uniq | tr '\n' ' ')
+[[ $watched == *"Completed "* ]] || fail "status -w never printed Completed: $watched"
+(($(wc -w <<<"$watched") >= 4)) || fail "status -w printed too few phases: $watched"
+ok "status -w: $watched"
+
+step "the kubectl plugin: kubectl stsresize, and its completion through kubectl"
+# The plugin is the binary under the names installed beside it (kubectl finds them on PATH).
+bin_dir=$(dirname "$(readlink -f "$stsresize")")
+[[ -x $bin_dir/kubectl-stsresize && -x $bin_dir/kubectl_complete-stsresize ]] ||
+  fail "no kubectl-stsresize / kubectl_complete-stsresize beside $stsresize"
+direct=$(status -n "$ns" -o wide) || fail "status exited $?"
+plugin=$(PATH="$bin_dir:$PATH" kubectl stsresize status --kubeconfig "$KUBECONFIG" -n "$ns" -o wide) ||
+  fail "kubectl stsresize status exited $?: $plugin"
+# STEP AGE may tick between the two: compare every column but that one.
+[[ $(awk '{$5=""; print}' <<<"$plugin") == $(awk '{$5=""; print}' <<<"$direct") ]] ||
+  fail "kubectl stsresize status differs from stsresize status: '$plugin' against '$direct'"
+completed=$(PATH="$bin_dir:$PATH" kubectl __complete stsresize describe --kubeconfig "$KUBECONFIG" -n "$ns" "" 2>/dev/null) ||
+  fail "kubectl __complete stsresize exited $?"
+grep -qx 'web' <<<"$completed" || fail "kubectl did not complete the StatefulSet web: $completed"
+# The bash script: completing `stsresize describe -n NS w` in a shell that sourced it.
+reply=$(PATH="$bin_dir:$PATH" bash -c '
+  source <(stsresize completion bash)
+  COMP_WORDS=(stsresize describe --kubeconfig "$1" -n "$2" w); COMP_CWORD=6
+  _stsresize_complete; printf "%s\n" "${COMPREPLY[@]}"' _ "$KUBECONFIG" "$ns") ||
+  fail "the bash completion failed: $reply"
+[[ $reply == web ]] || fail "bash completed 'w' to '$reply', expected web"
+ok "kubectl stsresize status = stsresize status; kubectl and bash complete web"
 
 step "describe with the journal: every phase, in order"
 e2e_stop_controller "$controller_pid"
