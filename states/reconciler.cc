@@ -215,6 +215,18 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
   return {};
 }
 
+void Reconciler::Session::tell_seen(const Operation& op) {
+  const Json& status = sts_.contains("status") ? sts_["status"] : Json::object();
+  const Json& spec = sts_.contains("spec") ? sts_["spec"] : Json::object();
+  // A resize stops replicas on purpose; it is measured against those it started with. A drain
+  // (a scale-down) and a recovery against what the StatefulSet asks for.
+  const std::int32_t wanted = op.kind == OperationKind::Resize && op.original_replicas > 0
+                                  ? op.original_replicas
+                                  : spec.value("replicas", std::int32_t{1});
+  r_.listener_.seen(
+      {op.kind, op.id, status.value("readyReplicas", std::int32_t{0}), wanted, r_.clock_.now()});
+}
+
 ReconcileResult Reconciler::Session::run_journaled() {
   auto parsed = read_operation(sts_);
   if (!parsed) {
@@ -256,6 +268,7 @@ ReconcileResult Reconciler::Session::run_journaled() {
       !advance_request_of(sts_)) {
     return idle();
   }
+  if (!is_terminal((*parsed)->phase)) tell_seen(**parsed);
   return resume(std::move(**parsed));
 }
 
@@ -379,17 +392,32 @@ std::expected<void, ReconcileResult> Reconciler::Session::advance(Trigger event,
   }
   events.push_back(entries::PhaseChanged{from, *next, event});
   if (is_terminal(*next)) events.push_back(entries::OperationFinished{*next});
+  const TimePoint from_since = op_.phase_since;
   // Written at once, with any progress journaled before it: the phase annotation names every
   // phase the operation enters (the admission fence, `kubectl get -L`, the crash tests'
   // boundaries), and an end is reported as done by the listener and the Events below.
   if (auto committed = commit_all(events); !committed) {
     return std::unexpected(retry(committed.error()));
   }
+  r_.listener_.left(
+      {op_.kind, from, std::chrono::duration_cast<Duration>(op_.phase_since - from_since)});
   if (is_terminal(*next)) {
-    OperationEnded ended{op_.kind, *next, !op_.aborted_by.empty(),
-                         std::chrono::duration_cast<Duration>(op_.phase_since - op_.started)};
+    OperationEnded ended;
+    ended.kind = op_.kind;
+    ended.outcome = *next;
+    ended.aborted = !op_.aborted_by.empty();
+    ended.took = std::chrono::duration_cast<Duration>(op_.phase_since - op_.started);
     for (const OrdinalDrain& d : op_.drains) {
       ++(d.cancelled.empty() && d.succeeded ? ended.ordinals_drained : ended.ordinals_cancelled);
+    }
+    ended.id = op_.id;
+    ended.path = op_.path;
+    // The rebind path's restore is the copy bound under the claim's name: nothing copied again.
+    for (const ClaimPlan& claim : op_.claims) {
+      if (claim.backup_verified) ended.bytes_copied += claim.backup_verified->bytes;
+      if (claim.restore_verified && op_.path == Path::Copy) {
+        ended.bytes_copied += claim.restore_verified->bytes;
+      }
     }
     r_.listener_.ended(ended);
   }

@@ -233,6 +233,8 @@ class Reconciler::Session final : public StepJournal {
   // `result` once the pending annotation is written; a retry if it could not be.
   ReconcileResult written_out(ReconcileResult result);
   ReconcileResult run_journaled();
+  // Tells the listener how many replicas of the operation's are Ready now.
+  void tell_seen(const Operation& op);
 
   // A Kubernetes Event on the StatefulSet (best effort), not a journal entry.
   void emit_event(EventSeverity severity, std::string_view reason, const std::string& message) {

@@ -1,6 +1,7 @@
 #include "adapters/controller/controller.h"
 
 #include <algorithm>
+#include <cctype>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -401,6 +402,17 @@ void Controller::stop() {
   for (const auto& [kind, informer] : informers_->all()) informer->stop();
 }
 
+namespace {
+
+// As the metrics' kind label says it: "resize", "drain", "recovery".
+std::string lowercase_kind(OperationKind kind) {
+  std::string out{to_string(kind)};
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
 void Controller::export_metrics(ControllerMetrics& metrics) {
   metrics.add_sampled(
       "stsresize_workqueue_depth", "StatefulSets waiting for a worker.", MetricType::Gauge, [this] {
@@ -446,6 +458,38 @@ void Controller::export_metrics(ControllerMetrics& metrics) {
                       per_informer([](const runtime::Informer& i) {
                         return static_cast<double>(i.stats().events);
                       }));
+  // One series per operation under way, from its state annotation (decoded one StatefulSet at
+  // a time: only those with a phase annotation): for alerts on a phase that lasts, or an approval
+  // that nobody gives.
+  const auto per_operation = [this](auto value) {
+    return [this, value] {
+      std::vector<MetricSample> samples;
+      informers_->statefulsets->store().visit("", [&](const Json& sts) {
+        auto phase = k8s::annotation(sts, kPhaseAnnotation);
+        if (!phase || !phase->has_value()) return;
+        auto op = read_operation(sts);
+        if (!op || !op->has_value() || is_terminal((*op)->phase)) return;
+        samples.push_back({{{"namespace", (*op)->ns},
+                            {"statefulset", (*op)->statefulset},
+                            {"kind", lowercase_kind((*op)->kind)},
+                            {"phase", std::string{to_string((*op)->phase)}}},
+                           value(**op)});
+      });
+      return samples;
+    };
+  };
+  metrics.add_sampled(
+      "stsresize_operation_phase_start_seconds",
+      "When the current phase of each operation under way began (seconds since "
+      "the epoch): time() minus it is how long the phase has lasted.",
+      MetricType::Gauge, per_operation([](const Operation& op) {
+        return std::chrono::duration<double>(op.phase_since.time_since_epoch()).count();
+      }));
+  metrics.add_sampled("stsresize_operation_awaiting_approval",
+                      "1 while an operation waits for `stsresize advance --approve` "
+                      "(stsresize.dev/mode manual or step), else 0.",
+                      MetricType::Gauge,
+                      per_operation([](const Operation& op) { return op.awaiting ? 1.0 : 0.0; }));
   metrics.add_sampled("stsresize_operations",
                       "StatefulSets by the phase of their resize (annotation).", MetricType::Gauge,
                       [this] {

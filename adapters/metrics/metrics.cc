@@ -1,5 +1,6 @@
 #include "adapters/metrics/metrics.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <dirent.h>
@@ -87,23 +88,45 @@ ControllerMetrics::ControllerMetrics()
                                 .Register(*registry_)),
       operations_started_(&prometheus::BuildCounter()
                                .Name("stsresize_operations_started_total")
-                               .Help("Operations begun, by kind (resize, drain).")
+                               .Help("Operations begun, by kind (resize, drain, recovery); the "
+                                     "path is known only once planned: see "
+                                     "stsresize_operations_ended_total.")
                                .Register(*registry_)),
       operations_ended_(&prometheus::BuildCounter()
                              .Name("stsresize_operations_ended_total")
-                             .Help("Operations ended, by kind and outcome (completed, failed, "
+                             .Help("Operations ended, by kind, path (expand, copy: two copies, "
+                                   "rebind: one; none: a drain, a recovery, or a resize ended "
+                                   "before it was planned) and outcome (completed, failed, "
                                    "aborted).")
                              .Register(*registry_)),
       operation_seconds_(&prometheus::BuildHistogram()
                               .Name("stsresize_operation_duration_seconds")
-                              .Help("Time from an operation's start to its end, by kind and "
-                                    "outcome.")
+                              .Help("Time from an operation's start to its end, by kind, path "
+                                    "and outcome.")
                               .Register(*registry_)),
       drain_ordinals_(&prometheus::BuildCounter()
                            .Name("stsresize_drain_ordinals_total")
                            .Help("Ordinals of ended drains, by result: drained (claims deleted "
                                  "after the cleanup pod Succeeded) or cancelled (claims kept).")
-                           .Register(*registry_)) {}
+                           .Register(*registry_)),
+      phase_seconds_(&prometheus::BuildHistogram()
+                          .Name("stsresize_phase_duration_seconds")
+                          .Help("Time operations spent in a phase, by kind and phase, observed "
+                                "when they leave it.")
+                          .Register(*registry_)),
+      copied_bytes_(&prometheus::BuildCounter()
+                         .Name("stsresize_copied_bytes_total")
+                         .Help("Bytes copied and verified equal to their source by ended "
+                               "operations, by kind and path (each verified copy counts its "
+                               "tree's bytes: the two-copy path counts every claim twice).")
+                         .Register(*registry_)),
+      degraded_seconds_(&prometheus::BuildCounter()
+                             .Name("stsresize_operation_degraded_seconds_total")
+                             .Help("Time operations under way spent with fewer Ready replicas "
+                                   "than a resize started with (a drain or a recovery: than "
+                                   "spec.replicas), by kind; counted up to each reconcile that "
+                                   "sees the StatefulSet.")
+                             .Register(*registry_)) {}
 
 ControllerMetrics::~ControllerMetrics() = default;
 
@@ -138,11 +161,45 @@ void ControllerMetrics::started(OperationKind kind) {
   operations_started_->Add({{"kind", lowercase(to_string(kind))}}).Increment();
 }
 
+void ControllerMetrics::left(const PhaseLeft& left) {
+  phase_seconds_
+      ->Add({{"kind", lowercase(to_string(left.kind))},
+             {"phase", std::string{to_string(left.phase)}}},
+            kOperationBuckets)
+      .Observe(seconds(left.took));
+}
+
+void ControllerMetrics::seen(const OperationSeen& seen) {
+  const bool short_of_ready = seen.ready < seen.wanted;
+  double add = 0;
+  {
+    std::lock_guard lock{seen_mutex_};
+    auto [at, first] = seen_.try_emplace(seen.id, Seen{seen.now, short_of_ready});
+    if (!first) {
+      if (at->second.short_of_ready && seen.now > at->second.at) {
+        add = seconds(std::chrono::duration_cast<Duration>(seen.now - at->second.at));
+      }
+      at->second = Seen{std::max(seen.now, at->second.at), short_of_ready};
+    }
+  }
+  // Always present once an operation was seen, so that rate() has a series from its start.
+  degraded_seconds_->Add({{"kind", lowercase(to_string(seen.kind))}}).Increment(add);
+}
+
 void ControllerMetrics::ended(const OperationEnded& ended) {
   const std::string outcome = ended.aborted ? "aborted" : lowercase(to_string(ended.outcome));
-  const MetricLabels labels{{"kind", lowercase(to_string(ended.kind))}, {"outcome", outcome}};
+  const std::string kind = lowercase(to_string(ended.kind));
+  const std::string path =
+      ended.path == Path::Undecided ? std::string{"none"} : lowercase(to_string(ended.path));
+  const MetricLabels labels{{"kind", kind}, {"path", path}, {"outcome", outcome}};
   operations_ended_->Add(labels).Increment();
   operation_seconds_->Add(labels, kOperationBuckets).Observe(seconds(ended.took));
+  copied_bytes_->Add({{"kind", kind}, {"path", path}})
+      .Increment(static_cast<double>(ended.bytes_copied));
+  {
+    std::lock_guard lock{seen_mutex_};
+    seen_.erase(ended.id);
+  }
   if (ended.kind == OperationKind::Drain) {
     drain_ordinals_->Add({{"result", "drained"}}).Increment(ended.ordinals_drained);
     drain_ordinals_->Add({{"result", "cancelled"}}).Increment(ended.ordinals_cancelled);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,8 +40,9 @@ struct MetricSample {
 
 enum class MetricType { Counter, Gauge };
 
-// Also the reconcilers' OperationListener: operations started and ended by kind and outcome,
-// their durations, and a drain's ordinals drained or cancelled.
+// Also the reconcilers' OperationListener: operations started and ended by kind, path and
+// outcome, their durations and each phase's, the bytes they copied, the time they spent short of
+// Ready replicas, and a drain's ordinals drained or cancelled.
 class ControllerMetrics final : public OperationListener {
  public:
   ControllerMetrics();
@@ -54,6 +56,8 @@ class ControllerMetrics final : public OperationListener {
   void api_request(std::string_view verb, int code, Duration latency);
 
   void started(OperationKind kind) override;
+  void left(const PhaseLeft& left) override;
+  void seen(const OperationSeen& seen) override;
   void ended(const OperationEnded& ended) override;
 
   // A family whose samples are read from `sample` at every scrape. `name` without the
@@ -74,6 +78,17 @@ class ControllerMetrics final : public OperationListener {
   prometheus::Family<prometheus::Counter>* operations_ended_;
   prometheus::Family<prometheus::Histogram>* operation_seconds_;
   prometheus::Family<prometheus::Counter>* drain_ordinals_;
+  prometheus::Family<prometheus::Histogram>* phase_seconds_;
+  prometheus::Family<prometheus::Counter>* copied_bytes_;
+  prometheus::Family<prometheus::Counter>* degraded_seconds_;
+  // Per operation under way: when it was last seen, and whether it was short of Ready replicas
+  // then (the time until it is seen next is counted as it was).
+  struct Seen {
+    TimePoint at;
+    bool short_of_ready = false;
+  };
+  std::mutex seen_mutex_;
+  std::map<std::string, Seen> seen_;
   class Sampled;
   std::vector<std::shared_ptr<Sampled>> sampled_;
 };

@@ -97,6 +97,8 @@ TEST_F(Drain, TheListenerIsToldOfTheDrainsStartAndEnd) {
     std::vector<OperationKind> started_kinds;
     std::vector<OperationEnded> ends;
     void started(OperationKind kind) override { started_kinds.push_back(kind); }
+    void left(const PhaseLeft&) override {}
+    void seen(const OperationSeen&) override {}
     void ended(const OperationEnded& e) override { ends.push_back(e); }
   } heard;
   scale_to(1);

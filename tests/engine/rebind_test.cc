@@ -4,6 +4,8 @@
 // suite covers every crash point; the seeded simulation, people acting on the StatefulSet.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/annotations.h"
 #include "engine/k8s_objects.h"
 #include "engine/naming.h"
@@ -73,6 +75,52 @@ TEST_F(Rebind, EachClaimEndsOnItsVerifiedCopyWithEveryPolicyBackAndNoVolumeLeft)
   }
   EXPECT_EQ(jobs, 6);
   EXPECT_EQ(pre_copies, 6);
+}
+
+// The reconciler tells its OperationListener (/metrics) of every phase the resize leaves and how
+// long it spent there, of the replicas Ready each time it looks, and at the end of the path and
+// the bytes of every verified copy.
+TEST_F(Rebind, TheListenerHearsEachPhaseLeftTheReplicasReadyAndTheBytesCopied) {
+  struct Heard final : OperationListener {
+    std::vector<PhaseLeft> lefts;
+    std::vector<OperationSeen> seens;
+    std::vector<OperationEnded> ends;
+    void started(OperationKind) override {}
+    void left(const PhaseLeft& l) override { lefts.push_back(l); }
+    void seen(const OperationSeen& s) override { seens.push_back(s); }
+    void ended(const OperationEnded& e) override { ends.push_back(e); }
+  } heard;
+  Reconciler told{world.kube, journal, world.clock, world.events, {}, &heard};
+  reconcile_until(told, world, phase(Phase::ScalingUp), {.limit = 300});
+  const Operation op = *operation();
+  reconcile_to_idle(told, world, 200);
+  ASSERT_EQ(heard.ends.size(), 1u);
+  const OperationEnded& end = heard.ends[0];
+  EXPECT_EQ(end.id, op.id);
+  EXPECT_EQ(end.path, Path::Rebind);
+  std::int64_t verified = 0;
+  for (const ClaimPlan& claim : op.claims) verified += claim.backup_verified->bytes;
+  EXPECT_GT(verified, 0);
+  EXPECT_EQ(end.bytes_copied, verified);
+  // Every phase left, in order, adding up to the whole operation.
+  std::vector<Phase> phases;
+  Duration total{0};
+  for (const PhaseLeft& l : heard.lefts) {
+    phases.push_back(l.phase);
+    total += l.took;
+    EXPECT_GE(l.took.count(), 0) << to_string(l.phase);
+  }
+  // (The template trigger starts in Planning.)
+  EXPECT_EQ(phases, (std::vector<Phase>{Phase::Planning, Phase::PreCopying, Phase::ScalingDown,
+                                        Phase::BackingUp, Phase::Recreating, Phase::Restoring,
+                                        Phase::ScalingUp, Phase::CleaningUp}));
+  EXPECT_EQ(total, end.took);
+  // Measured against the 3 replicas it started with, also while scaled to 0.
+  ASSERT_FALSE(heard.seens.empty());
+  EXPECT_TRUE(std::ranges::all_of(
+      heard.seens, [&](const OperationSeen& s) { return s.wanted == 3 && s.id == op.id; }));
+  EXPECT_TRUE(
+      std::ranges::any_of(heard.seens, [](const OperationSeen& s) { return s.ready == 0; }));
 }
 
 // Someone gave the old volume to another claim (its claimRef edited) while it was kept: it is

@@ -43,31 +43,82 @@ TEST(ControllerMetrics_Operations, StartedAndEndedByKindAndOutcomeWithDurationsA
   listener.started(OperationKind::Drain);
   listener.started(OperationKind::Drain);
   listener.started(OperationKind::Resize);
-  listener.ended({OperationKind::Drain, Phase::Completed, false, std::chrono::seconds{40}, 2, 1});
-  listener.ended({OperationKind::Drain, Phase::Failed, true, std::chrono::seconds{3}, 0, 1});
-  listener.ended({OperationKind::Resize, Phase::Failed, false, std::chrono::hours{2}, 0, 0});
+  listener.ended({OperationKind::Drain, Phase::Completed, false, std::chrono::seconds{40}, 2, 1,
+                  "d-1", Path::Undecided, 0});
+  listener.ended({OperationKind::Drain, Phase::Failed, true, std::chrono::seconds{3}, 0, 1, "d-2",
+                  Path::Undecided, 0});
+  listener.ended({OperationKind::Resize, Phase::Failed, false, std::chrono::hours{2}, 0, 0, "web-1",
+                  Path::Rebind, 3 << 20});
   const std::string text = metrics.scrape();
   EXPECT_EQ(sample(text, R"(stsresize_operations_started_total{kind="drain"})"), 2);
   EXPECT_EQ(sample(text, R"(stsresize_operations_started_total{kind="resize"})"), 1);
-  EXPECT_EQ(sample(text, R"(stsresize_operations_ended_total{kind="drain",outcome="completed"})"),
-            1);
-  EXPECT_EQ(sample(text, R"(stsresize_operations_ended_total{kind="drain",outcome="aborted"})"), 1);
-  EXPECT_EQ(sample(text, R"(stsresize_operations_ended_total{kind="resize",outcome="failed"})"), 1);
+  EXPECT_EQ(
+      sample(text,
+             R"(stsresize_operations_ended_total{kind="drain",outcome="completed",path="none"})"),
+      1);
+  EXPECT_EQ(
+      sample(text,
+             R"(stsresize_operations_ended_total{kind="drain",outcome="aborted",path="none"})"),
+      1);
+  EXPECT_EQ(
+      sample(text,
+             R"(stsresize_operations_ended_total{kind="resize",outcome="failed",path="rebind"})"),
+      1);
   EXPECT_EQ(sample(text, R"(stsresize_drain_ordinals_total{result="drained"})"), 2);
   EXPECT_EQ(sample(text, R"(stsresize_drain_ordinals_total{result="cancelled"})"), 2);
   EXPECT_EQ(
       sample(
           text,
-          R"(stsresize_operation_duration_seconds_bucket{kind="drain",outcome="completed",le="60"})"),
+          R"(stsresize_operation_duration_seconds_bucket{kind="drain",outcome="completed",path="none",le="60"})"),
       1);
   EXPECT_EQ(
       sample(
           text,
-          R"(stsresize_operation_duration_seconds_bucket{kind="drain",outcome="completed",le="15"})"),
+          R"(stsresize_operation_duration_seconds_bucket{kind="drain",outcome="completed",path="none",le="15"})"),
       0);
   EXPECT_EQ(
-      sample(text, R"(stsresize_operation_duration_seconds_sum{kind="resize",outcome="failed"})"),
+      sample(
+          text,
+          R"(stsresize_operation_duration_seconds_sum{kind="resize",outcome="failed",path="rebind"})"),
       7200);
+}
+
+TEST(ControllerMetrics_Operations, PhasesBytesCopiedAndTimeShortOfReadyReplicas) {
+  ControllerMetrics metrics;
+  OperationListener& listener = metrics;
+  using std::chrono::seconds;
+  listener.left({OperationKind::Resize, Phase::BackingUp, seconds{90}});
+  listener.left({OperationKind::Resize, Phase::BackingUp, seconds{10}});
+  listener.left({OperationKind::Drain, Phase::Draining, seconds{4}});
+  const TimePoint t0{seconds{1'000'000}};
+  // web-1: 3 Ready of 3, then 0 of 3 for 50 s, 2 of 3 for 20 s, then 3 of 3 again.
+  listener.seen({OperationKind::Resize, "web-1", 3, 3, t0});
+  listener.seen({OperationKind::Resize, "web-1", 0, 3, t0 + seconds{10}});
+  listener.seen({OperationKind::Resize, "web-1", 2, 3, t0 + seconds{60}});
+  listener.seen({OperationKind::Resize, "web-1", 3, 3, t0 + seconds{80}});
+  listener.seen({OperationKind::Resize, "web-1", 3, 3, t0 + seconds{500}});
+  // A recovery seen short once only: nothing to count yet.
+  listener.seen({OperationKind::Recovery, "db-2", 1, 2, t0});
+  listener.ended({OperationKind::Resize, Phase::Completed, false, seconds{600}, 0, 0, "web-1",
+                  Path::Copy, 5'000});
+  // Seen again after its end (a stale reconcile): counted from scratch, not from t0 + 500 s.
+  listener.seen({OperationKind::Resize, "web-1", 0, 3, t0 + seconds{900}});
+  const std::string text = metrics.scrape();
+  EXPECT_EQ(
+      sample(text, R"(stsresize_phase_duration_seconds_count{kind="resize",phase="BackingUp"})"),
+      2);
+  EXPECT_EQ(
+      sample(text, R"(stsresize_phase_duration_seconds_sum{kind="resize",phase="BackingUp"})"),
+      100);
+  EXPECT_EQ(sample(text, R"(stsresize_phase_duration_seconds_sum{kind="drain",phase="Draining"})"),
+            4);
+  EXPECT_EQ(sample(text, R"(stsresize_copied_bytes_total{kind="resize",path="copy"})"), 5000);
+  EXPECT_EQ(
+      sample(text,
+             R"(stsresize_operations_ended_total{kind="resize",outcome="completed",path="copy"})"),
+      1);
+  EXPECT_EQ(sample(text, R"(stsresize_operation_degraded_seconds_total{kind="resize"})"), 70);
+  EXPECT_EQ(sample(text, R"(stsresize_operation_degraded_seconds_total{kind="recovery"})"), 0);
 }
 
 TEST(ControllerMetrics_Sampled, ReadAtEveryScrapeFromTheirSource) {

@@ -698,8 +698,8 @@ case $case_name in
   failing_cleanup) want=(2 1 1 1 1) ;; # a Failed drain (its ordinal counted cancelled), its retry
 esac
 got=("$(metric 'stsresize_operations_started_total{kind="drain"}')"
-  "$(metric 'stsresize_operations_ended_total{kind="drain",outcome="completed"}')"
-  "$(metric 'stsresize_operations_ended_total{kind="drain",outcome="failed"}')"
+  "$(metric 'stsresize_operations_ended_total{kind="drain",outcome="completed",path="none"}')"
+  "$(metric 'stsresize_operations_ended_total{kind="drain",outcome="failed",path="none"}')"
   "$(metric 'stsresize_drain_ordinals_total{result="drained"}')"
   "$(metric 'stsresize_drain_ordinals_total{result="cancelled"}')")
 [[ ${got[*]} == "${want[*]}" ]] ||
