@@ -145,9 +145,10 @@ TEST_F(StatusCommandTest, StatusCommand_WatchPrintsTheRowsThatChangeAsTheyChange
   }
   EXPECT_EQ(code, kExitOk) << err.str();
   const std::string printed = out.str();
-  EXPECT_TRUE(printed.starts_with("NAME    PATH   PHASE       CLAIMS   STEP AGE   MESSAGE\n"
-                                  "cache   -      Completed   -        5m\n"
-                                  "web     copy   BackingUp   1/3      27s"))
+  EXPECT_TRUE(
+      printed.starts_with("NAME    PATH   PHASE       CLAIMS   STEP AGE   MESSAGE\n"
+                          "cache   -      Completed   -        5m\n"
+                          "web     copy   BackingUp   1/3      27s"))
       << printed;
   // One more line, web's, and no header again.
   const auto lines = std::ranges::count(printed, '\n');
