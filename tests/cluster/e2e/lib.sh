@@ -15,6 +15,7 @@
 #                                    ARGS gives --journal), metrics off (unless ARGS gives
 #                                    --metrics-bind-address), probes on a free port, poll 1s; its
 #                                    pid in $controller_pid, added to $controllers
+#   e2e_scrape LOG                   the /metrics text of the controller logging to LOG
 #   e2e_metric LOG SERIES            the value of SERIES (name{labels} as /metrics spells it) on
 #                                    the /metrics of the controller logging to LOG; 0 if absent
 #   e2e_stop_controller PID          SIGTERM; fails unless it exits 0
@@ -104,14 +105,20 @@ e2e_start_controller() {
   controllers+=("$controller_pid")
 }
 
-e2e_metric() {
+# e2e_scrape LOG: the /metrics text of the controller that writes LOG.
+e2e_scrape() {
   local address deadline=$((SECONDS + 20))
   until address=$(jq -r 'select(.msg == "listening" and .for == "metrics-bind-address") | .address' \
     "$work/$1" 2>/dev/null) && [[ -n $address ]]; do
     ((SECONDS < deadline)) || fail "$1: /metrics does not listen: $(tail -n 5 "$work/$1")"
     sleep 0.2
   done
-  curl -sf "http://$address/metrics" | awk -v want="$2" '$1 == want {print $2; found = 1}
+  curl -sf "http://$address/metrics"
+}
+
+# e2e_metric LOG SERIES: the value of one series ("name{labels}"), 0 when absent.
+e2e_metric() {
+  e2e_scrape "$1" | awk -v want="$2" '$1 == want {print $2; found = 1}
     END {if (!found) print 0}'
 }
 

@@ -41,7 +41,7 @@ ok "$out"
 
 step "start the controller (one copy at a time, copy pods delayed 3s), request 2Gi"
 set_fault podStartDelay 3s
-e2e_start_controller controller.log --max-parallel-copies 1
+e2e_start_controller controller.log --max-parallel-copies 1 --leader-elect --metrics-bind-address 127.0.0.1:0
 # status -w follows the whole resize, from before the request (nothing to print yet).
 status -n "$ns" -w >"$work/watch.out" 2>"$work/watch.err" &
 watch_pid=$!
@@ -138,6 +138,20 @@ reply=$(PATH="$bin_dir:$PATH" bash -c '
   fail "the bash completion failed: $reply"
 [[ $reply == web ]] || fail "bash completed 'w' to '$reply', expected web"
 ok "kubectl stsresize status = stsresize status; kubectl and bash complete web"
+
+step "every series deploy/monitoring/ names is one the controller exports"
+scrape=$(e2e_scrape controller.log) || fail "no /metrics"
+source_dir=$(cd "$(dirname "$0")/../../.." && pwd)
+named=$(cat "$source_dir/deploy/monitoring/prometheus-rule.yaml" "$source_dir/deploy/monitoring/grafana-dashboard.json" |
+  grep -oE '\b(stsresize|process)_[a-z_]+' | sed -E 's/_(bucket|sum|count)$//' | sort -u)
+for family in $named; do
+  grep -q "^# TYPE $family " <<<"$scrape" || fail "deploy/monitoring/ names $family, which /metrics does not export"
+done
+copied=$(e2e_metric controller.log 'stsresize_copied_bytes_total{kind="resize",path="rebind"}')
+degraded=$(e2e_metric controller.log 'stsresize_operation_degraded_seconds_total{kind="resize"}')
+[[ $copied != 0 && $degraded != 0 ]] ||
+  fail "after the resize: bytes copied $copied, seconds short of Ready replicas $degraded"
+ok "$(wc -w <<<"$named") families named, all exported; $copied bytes copied, ${degraded}s short of Ready replicas"
 
 step "describe with the journal: every phase, in order"
 e2e_stop_controller "$controller_pid"
