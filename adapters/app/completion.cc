@@ -231,11 +231,15 @@ std::vector<std::string> list_statefulsets_from_cluster(const CompletionTarget& 
   const std::string ns = !target.ns.empty()   ? target.ns
                          : config->ns.empty() ? "default"
                                               : config->ns;
-  auto kube = HttpKubernetes::create(*config);
+  // A TAB must not hang on a cluster that does not answer: no names after 2 s.
+  HttpKubernetesOptions options;
+  options.connect_timeout = std::chrono::seconds{2};
+  options.read_timeout = std::chrono::seconds{2};
+  auto kube = HttpKubernetes::create(*config, options);
   if (!kube) return {};
-  ListOptions options;
-  options.limit = 500;
-  auto list = (*kube)->list(Kind::StatefulSet, ns, options);
+  ListOptions first_page;
+  first_page.limit = 500;
+  auto list = (*kube)->list(Kind::StatefulSet, ns, first_page);
   if (!list) return {};
   std::vector<std::string> names;
   for (const Json& sts : list->items) {

@@ -87,6 +87,16 @@ while :; do
     last_done=$done_now
   fi
   last_rank=$r
+  # While it runs (the copies are slow), /metrics has its series: when its phase began, and
+  # that it awaits no approval.
+  if [[ $phase == PreCopying && -z ${gauges_seen:-} ]]; then
+    scrape=$(e2e_scrape controller.log)
+    grep -Eq "^stsresize_operation_phase_start_seconds\{[^}]*statefulset=\"web\"[^}]*\} [0-9.e+]+$" <<<"$scrape" ||
+      fail "no stsresize_operation_phase_start_seconds for web while it runs: $(grep operation_ <<<"$scrape")"
+    grep -Eq "^stsresize_operation_awaiting_approval\{[^}]*statefulset=\"web\"[^}]*\} 0$" <<<"$scrape" ||
+      fail "no stsresize_operation_awaiting_approval 0 for web while it runs"
+    gauges_seen=1
+  fi
   ((SECONDS > deadline)) && fail "not Completed after 300s (phases seen: ${seen[*]}); last: $json"
   _e2e_any_controller_alive || fail "the controller exited: $(tail -n 20 "$work/controller.log")"
   sleep 0.3
@@ -94,6 +104,7 @@ done
 clear_fault podStartDelay
 ((${#seen[@]} >= 3)) || fail "the phases did not advance under $polls polls: ${seen[*]}"
 ((${#max_done_rise[@]} >= 1)) || fail "claims done never rose within a phase (phases seen: ${seen[*]})"
+[[ -n ${gauges_seen:-} ]] || fail "PreCopying was never seen: the per-operation series were not checked"
 ok "$polls polls, phases seen in order: ${seen[*]}; claims done rose in: ${!max_done_rise[*]}"
 [[ -z $(phase_annotation) ]] || fail "status said Completed while the phase annotation is still set"
 
