@@ -32,8 +32,9 @@
 #     StatefulSet paused (being deleted, held by stsresize.dev/rolling), every lower ordinal its
 #     first pod, Ready, on its first claim of 1Gi, every higher one a new pod, Ready, on 2Gi;
 #   - phases sampled: only Pending, UpdatingTemplate, Planning, PreCopying before the roll (never
-#     ScalingDown or ScalingUp), then 3 rounds in the order above, StoppingReplica and
-#     StartingReplica among them; the journal holds exactly Planning -> PreCopying ->
+#     ScalingDown or ScalingUp), then 3 rounds in the order above (a sample may miss a phase as
+#     short as StoppingReplica on a loaded machine: the journal has them all); the journal holds
+#     exactly Planning -> PreCopying ->
 #     (StoppingReplica -> ... -> CleaningUp) x 3 -> Completed, and an Event for each change;
 #   - the StatefulSet created anew for each ordinal (4 uids), not paused at the end, every pod
 #     owned by the last one; each claim re-created at most once;
@@ -469,8 +470,6 @@ rounds=$(jq -s 'map(.round) | max' "$work/rounds")
 phases_by_round=$(jq -r -s "$jq_defs"' group_by(.round)[]
   | "\(.[0].round): \([.[].phase | select(. != null)] | collapse | join(" "))"' "$work/rounds")
 ((rounds == replicas)) || fail "$rounds rounds of phases sampled, want $replicas (one per ordinal, in order): $phases_by_round"
-jq -e -s 'any(.[]; .phase == "StoppingReplica") and any(.[]; .phase == "StartingReplica")' "$work/rounds" >/dev/null ||
-  fail "StoppingReplica or StartingReplica never sampled: $phases_by_round"
 while read -r line; do note "round $line"; done <<<"$phases_by_round"
 for ((r = 1; r <= rounds; r++)); do
   middle=$(jq -s --argjson r "$r" "$jq_defs"' map(select(.round == $r and (.phase // "" | middle))) | length' "$work/rounds")
