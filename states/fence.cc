@@ -116,6 +116,11 @@ std::expected<std::optional<std::string>, StepOutcome> mounted_by_another_owner(
   return first_mount(ctx, claims, /*own_pods_too=*/false);
 }
 
+std::expected<std::optional<std::string>, StepOutcome> mounted_by_any_pod(
+    StepContext& ctx, const std::vector<std::string>& claims) {
+  return first_mount(ctx, claims, /*own_pods_too=*/true);
+}
+
 std::int64_t fence_generation(const StepContext& ctx) {
   return k8s::generation(ctx.statefulset).value_or(0);
 }

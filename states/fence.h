@@ -47,6 +47,11 @@ std::expected<std::optional<FenceBreach>, StepOutcome> fence_breach(
 std::expected<std::optional<std::string>, StepOutcome> mounted_by_another_owner(
     StepContext& ctx, const std::vector<std::string>& claims);
 
+// The same for any pod, the StatefulSet's own too: only the operation's own pods (its copy and
+// re-seed pods, labelled with its id) and ended pods are not counted.
+std::expected<std::optional<std::string>, StepOutcome> mounted_by_any_pod(
+    StepContext& ctx, const std::vector<std::string>& claims);
+
 // The StatefulSet's metadata.generation as read by this step.
 std::int64_t fence_generation(const StepContext& ctx);
 

@@ -5,11 +5,10 @@
 // the re-seed has filled: the replica never runs on them before the re-seed ended. A re-seed
 // that fails (or cannot be built, or whose pod someone deletes) is reported and the replica
 // starts on its new claims as they are: a recovery without a re-seed gives it the same.
-#include <algorithm>
-
 #include "engine/cleanup_pod.h"
 #include "engine/lost_volume.h"
 #include "engine/naming.h"
+#include "states/fence.h"
 #include "states/recovery_support.h"
 #include "states/rolling.h"
 #include "states/step_support.h"
@@ -56,27 +55,6 @@ std::optional<StepOutcome> create_claims(StepContext& ctx) {
     return StepOutcome::waiting(Duration{0});
   }
   return std::nullopt;
-}
-
-// A pod other than this recovery's that uses one of the new claims (not ended): "" when none. The
-// re-seed is not run beside it: the claims are no longer empty, or being written.
-std::expected<std::string, StepOutcome> claim_user(StepContext& ctx) {
-  auto pods = ctx.kube.list(Kind::Pod, ctx.op.ns);
-  if (!pods) return std::unexpected(from_error(pods.error(), "listing pods"));
-  for (const Json& pod : pods->items) {
-    if (created_by(pod, ctx.op)) continue;
-    const std::string phase = k8s::pod_phase(pod).value_or("");
-    if (phase == "Succeeded" || phase == "Failed") continue;
-    auto mounted = k8s::mounted_claims(pod);
-    if (!mounted) continue;
-    for (const LostClaim& c : ctx.op.lost->claims) {
-      if (std::ranges::find(*mounted, c.claim) != mounted->end()) {
-        return "pod " + k8s::name(pod).value_or("?") + " already uses claim " + c.claim +
-               ": the re-seed is not run beside it";
-      }
-    }
-  }
-  return std::string{};
 }
 
 // How a re-seed pod that ended without success ended, from its first terminated container.
@@ -141,11 +119,14 @@ std::optional<StepOutcome> run_reseed(StepContext& ctx) {
     }
     auto body = reseed_pod(ctx.statefulset, lost.ordinal, ctx.op.id);
     if (!body) return ended(ctx, explain(body.error()));
-    // Right before the create: nobody else's pod on the claims (a replica someone's own
-    // recovery by hand started before the pause, a pod made by hand).
-    auto user = claim_user(ctx);
+    // Right before the create: no pod but this recovery's on the new claims (a replica
+    // someone's own recovery by hand started before the pause, a pod made by hand): they are no
+    // longer empty, or being written.
+    std::vector<std::string> claims;
+    for (const LostClaim& c : lost.claims) claims.push_back(c.claim);
+    auto user = mounted_by_any_pod(ctx, claims);
     if (!user) return user.error();
-    if (!user->empty()) return ended(ctx, *user);
+    if (*user) return ended(ctx, **user + ": the re-seed is not run beside it");
     if (auto created =
             create_intended(ctx, ref, *body, "the re-seed of " + recovery::pod_name(ctx.op));
         !created) {

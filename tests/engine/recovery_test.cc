@@ -427,6 +427,13 @@ struct ReseedWorld : RecoveryWorld {
   int exit_code = 0;
   bool hold = false;  // the re-seed keeps running while set
 
+  void until_running(Reconciler& reconciler, const ObjectRef& pod) {
+    until(reconciler, "pod " + pod.name + " running", [&] {
+      auto now = world.kube.get_raw(pod);
+      return now && (*now)["status"].value("phase", "") == "Running";
+    });
+  }
+
   explicit ReseedWorld(const Json& tmpl = kReseedTemplate) {
     world.kube.mutate_raw(world.sts(), [&](Json& live) {
       live["metadata"]["annotations"][std::string{kRecoveryPodTemplateAnnotation}] = tmpl.dump();
@@ -542,10 +549,7 @@ TEST_F(Reseed, AReseedPodDeletedBySomeoneGivesTheReseedUp) {
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
   delete_node(node_name(0));
   const ObjectRef pod{Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 0)};
-  until(reconciler, "the re-seed running", [&] {
-    auto now = world.kube.get_raw(pod);
-    return now && (*now)["status"].value("phase", "") == "Running";
-  });
+  until_running(reconciler, pod);
   run_for(reconciler, 10);
   EXPECT_EQ(phase(), "Reseeding");
   EXPECT_FALSE(world.kube.get_raw({Kind::Pod, kNs, "web-0"}));
@@ -566,10 +570,7 @@ TEST_F(Reseed, AScaleUpAndAnAnnotationEditWhilePausedAreKeptAndNothingStartsBesi
   Reconciler reconciler{world.kube, journal, world.clock, world.events};
   delete_node(node_name(1));
   const ObjectRef pod{Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 1)};
-  until(reconciler, "the re-seed running", [&] {
-    auto now = world.kube.get_raw(pod);
-    return now && (*now)["status"].value("phase", "") == "Running";
-  });
+  until_running(reconciler, pod);
   world.kube.mutate_raw(world.sts(), [](Json& live) {
     live["spec"]["replicas"] = 4;
     live["metadata"]["annotations"]["team"] = "storage";
@@ -633,7 +634,7 @@ TEST(ReseedTemplate, NotRunBesideAPodOfSomeoneElsesOnTheNewClaims) {
   EXPECT_FALSE(w.world.kube.get_raw({Kind::Pod, kNs, naming::reseed_pod(std::string{kSts}, 1)}));
   ASSERT_EQ(w.world.events.with_reason("ReseedFailed").size(), 1u);
   EXPECT_NE(w.world.events.with_reason("ReseedFailed")[0].message.find(
-                "pod debug already uses claim data-web-1"),
+                "pod debug (no owner) mounts data-web-1: the re-seed is not run beside it"),
             std::string::npos);
   EXPECT_TRUE(w.world.kube.get_raw({Kind::Pod, kNs, "debug"}));
   w.expect_resumed();
