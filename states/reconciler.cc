@@ -216,15 +216,14 @@ std::expected<void, std::string> Reconciler::Session::write_annotation() {
 }
 
 void Reconciler::Session::tell_seen(const Operation& op) {
-  const Json& status = sts_.contains("status") ? sts_["status"] : Json::object();
-  const Json& spec = sts_.contains("spec") ? sts_["spec"] : Json::object();
   // A resize stops replicas on purpose; it is measured against those it started with. A drain
   // (a scale-down) and a recovery against what the StatefulSet asks for.
   const std::int32_t wanted = op.kind == OperationKind::Resize && op.original_replicas > 0
                                   ? op.original_replicas
-                                  : spec.value("replicas", std::int32_t{1});
-  r_.listener_.seen(
-      {op.kind, op.id, status.value("readyReplicas", std::int32_t{0}), wanted, r_.clock_.now()});
+                                  : k8s::spec_replicas(sts_).value_or(1);
+  const std::int32_t ready =
+      k8s::statefulset_status(sts_).value_or(k8s::StatefulSetStatus{}).ready_replicas;
+  r_.listener_.seen({op.kind, op.id, ready, wanted, r_.clock_.now()});
 }
 
 ReconcileResult Reconciler::Session::run_journaled() {

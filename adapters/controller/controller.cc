@@ -1,7 +1,6 @@
 #include "adapters/controller/controller.h"
 
 #include <algorithm>
-#include <cctype>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -402,17 +401,6 @@ void Controller::stop() {
   for (const auto& [kind, informer] : informers_->all()) informer->stop();
 }
 
-namespace {
-
-// As the metrics' kind label says it: "resize", "drain", "recovery".
-std::string lowercase_kind(OperationKind kind) {
-  std::string out{to_string(kind)};
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
 void Controller::export_metrics(ControllerMetrics& metrics) {
   metrics.add_sampled(
       "stsresize_workqueue_depth", "StatefulSets waiting for a worker.", MetricType::Gauge, [this] {
@@ -471,7 +459,7 @@ void Controller::export_metrics(ControllerMetrics& metrics) {
         if (!op || !op->has_value() || is_terminal((*op)->phase)) return;
         samples.push_back({{{"namespace", (*op)->ns},
                             {"statefulset", (*op)->statefulset},
-                            {"kind", lowercase_kind((*op)->kind)},
+                            {"kind", kind_label((*op)->kind)},
                             {"phase", std::string{to_string((*op)->phase)}}},
                            value(**op)});
       });

@@ -157,14 +157,17 @@ const prometheus::Histogram::BucketBoundaries kOperationBuckets{
 
 }  // namespace
 
+std::string kind_label(OperationKind kind) {
+  return lowercase(to_string(kind));
+}
+
 void ControllerMetrics::started(OperationKind kind) {
-  operations_started_->Add({{"kind", lowercase(to_string(kind))}}).Increment();
+  operations_started_->Add({{"kind", kind_label(kind)}}).Increment();
 }
 
 void ControllerMetrics::left(const PhaseLeft& left) {
   phase_seconds_
-      ->Add({{"kind", lowercase(to_string(left.kind))},
-             {"phase", std::string{to_string(left.phase)}}},
+      ->Add({{"kind", kind_label(left.kind)}, {"phase", std::string{to_string(left.phase)}}},
             kOperationBuckets)
       .Observe(seconds(left.took));
 }
@@ -183,12 +186,12 @@ void ControllerMetrics::seen(const OperationSeen& seen) {
     }
   }
   // Always present once an operation was seen, so that rate() has a series from its start.
-  degraded_seconds_->Add({{"kind", lowercase(to_string(seen.kind))}}).Increment(add);
+  degraded_seconds_->Add({{"kind", kind_label(seen.kind)}}).Increment(add);
 }
 
 void ControllerMetrics::ended(const OperationEnded& ended) {
   const std::string outcome = ended.aborted ? "aborted" : lowercase(to_string(ended.outcome));
-  const std::string kind = lowercase(to_string(ended.kind));
+  const std::string kind = kind_label(ended.kind);
   const std::string path =
       ended.path == Path::Undecided ? std::string{"none"} : lowercase(to_string(ended.path));
   const MetricLabels labels{{"kind", kind}, {"path", path}, {"outcome", outcome}};

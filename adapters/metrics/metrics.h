@@ -93,6 +93,10 @@ class ControllerMetrics final : public OperationListener {
   std::vector<std::shared_ptr<Sampled>> sampled_;
 };
 
+// An operation's kind as the `kind` label of every series spells it: "resize", "drain",
+// "recovery".
+std::string kind_label(OperationKind kind);
+
 // process_cpu_seconds_total, process_resident_memory_bytes, process_virtual_memory_bytes,
 // process_open_fds, process_start_time_seconds, read from /proc/self like the Go client's
 // process collector, so dashboards written for other operators work unchanged.
