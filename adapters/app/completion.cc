@@ -187,8 +187,6 @@ std::string completion_script(std::string_view shell, std::string_view program) 
            "  done <<<\"$out\"\n"
            "  if ((${#COMPREPLY[@]} == 0 && (directive & 4) == 0)); then\n"
            "    compopt -o default 2>/dev/null\n"
-           "  elif ((directive & 2)); then\n"
-           "    compopt -o nospace 2>/dev/null\n"
            "  fi\n"
            "}\n"
            "complete -F " +

@@ -20,7 +20,6 @@ namespace stsresize::cli {
 
 // cobra's ShellCompDirective bits.
 inline constexpr int kCompleteDefault = 0;     // the shell may complete file names
-inline constexpr int kCompleteNoSpace = 2;     // no space after the candidate
 inline constexpr int kCompleteNoFileComp = 4;  // no file names
 
 struct CompletionAnswer {
@@ -46,11 +45,8 @@ CompletionAnswer complete(const CLI::App& app, const std::vector<std::string>& w
 
 void print_completion(const CompletionAnswer& answer, std::ostream& out);
 
-// The names of the shells `completion` writes a script for.
-inline constexpr std::string_view kCompletionShells[] = {"bash", "zsh"};
-
-// The script that makes `program` (an executable on PATH) complete in `shell` through its
-// `__complete`; "" for a shell not in kCompletionShells.
+// The script that makes `program` (an executable on PATH) complete in `shell` (bash or zsh)
+// through its `__complete`; "" for another shell.
 std::string completion_script(std::string_view shell, std::string_view program);
 
 // Lists StatefulSets with the same credentials as `status` (HttpKubernetes).
