@@ -382,7 +382,7 @@ int watch_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOpt
   if (!read->statefulset_exists) return run_status(kube, cluster, options, now(), out, err);
   std::map<std::string, std::string> shown;  // "ns/name" -> watched_content
   const auto key = [](const StatusRow& row) { return row.ns + "/" + row.name; };
-  std::vector<StatusRow> printed;  // every row printed so far: the widths of the columns
+  std::vector<StatusRow> printed;  // the rows printed last: the widths of the columns
   for (;;) {
     std::vector<std::size_t> changed;  // indexes into read->rows
     for (std::size_t i = 0; i < read->rows.size(); ++i) {
@@ -411,6 +411,12 @@ int watch_status(Kubernetes& kube, const ClusterTarget& cluster, const StatusOpt
         kept.jobs.clear();
         kept.backup_claims.clear();
         printed.push_back(std::move(kept));
+      }
+      // The last rows printed are enough to keep the columns steady; all of them would make a
+      // long watch lay out ever more rows at each change.
+      constexpr std::size_t kRowsKept = 256;
+      if (printed.size() > kRowsKept) {
+        printed.erase(printed.begin(), printed.end() - static_cast<std::ptrdiff_t>(kRowsKept));
       }
     }
     // Until a StatefulSet changes (its annotations carry the operation), or kStatusResync for
