@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -48,6 +49,7 @@ type Kubelet struct {
 	apiServer string
 	getter    ObjectGetter
 	volumes   *VolumeResolver
+	images    ImageStore
 	queue     workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
@@ -69,6 +71,7 @@ func NewKubelet(cfg KubeletConfig) *Kubelet {
 		log:       cfg.Log.With("component", "kubelet"),
 		apiServer: cfg.APIServer,
 		getter:    clientGetter{cfg.Client},
+		images:    ImageStore{Dir: filepath.Join(cfg.Workdir, "images")},
 		queue:     newQueue("pods", 5*time.Second),
 		workers:   map[string]*podWorker{},
 		finished:  map[types.UID]bool{},

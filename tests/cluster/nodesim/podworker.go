@@ -49,6 +49,10 @@ const (
 // container without a command.
 const NoCommandMessage = "nodesim: container has no command; nodesim has no image runtime and can only run containers with an explicit command"
 
+// NoImageCommandMessage is the termination message of a run-to-completion
+// container from a local image when neither it nor the image has a command.
+const NoImageCommandMessage = "nodesim: container has no command and image %q has no Entrypoint or Cmd"
+
 // podWorker owns the processes and the status of one pod (one UID).
 type podWorker struct {
 	k    *Kubelet
@@ -392,8 +396,12 @@ func (w *podWorker) containerLoop(ctx context.Context, kind containerKind, i int
 			}
 			w.log.Error("cannot create container", "container", c.Name, "err", out.configErr)
 			w.k.recorder.Event(w.pod, v1.EventTypeWarning, "Failed", fmt.Sprintf("container %s: %v", c.Name, out.configErr))
+			reason := "CreateContainerConfigError"
+			if ce, ok := errors.AsType[*CreateError](out.configErr); ok {
+				reason = ce.Reason
+			}
 			w.update(kind, i, func(s *v1.ContainerStatus) {
-				s.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: out.configErr.Error()}}
+				s.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: out.configErr.Error()}}
 			})
 			w.flush()
 			if !sleepCtx(ctx, backoff) {
@@ -464,12 +472,31 @@ func (w *podWorker) runOnce(ctx context.Context, kind containerKind, i int, c *v
 		}
 	}
 
-	spec, err := w.containerSpec(ctx, c)
+	img, err := w.k.images.Lookup(c.Image)
+	if err != nil {
+		return runOutcome{configErr: &CreateError{"ImageInspectError", err}}
+	}
+	noCommand, noCommandMsg := len(c.Command) == 0, NoCommandMessage
+	if img != nil {
+		log.Info("running container from local image", "image", img.Ref, "rootfs", img.RootFS,
+			"imageID", img.Digest, "os", img.OS, "arch", img.Architecture)
+		w.k.recorder.Eventf(w.pod, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		if img.Digest != "" {
+			w.update(kind, i, func(s *v1.ContainerStatus) { s.ImageID = img.Digest })
+		}
+	} else {
+		log.Info("image not present locally, running on the host filesystem", "image", c.Image)
+	}
+
+	spec, err := w.containerSpec(ctx, c, img)
 	if err != nil {
 		return runOutcome{configErr: err}
 	}
+	if img != nil {
+		noCommand, noCommandMsg = len(spec.Argv) == 0, fmt.Sprintf(NoImageCommandMessage, img.Ref)
+	}
 
-	if len(c.Command) == 0 {
+	if noCommand {
 		if kind == kindSidecar || w.restartPolicy() == v1.RestartPolicyAlways {
 			// No image runtime: pretend the container runs until killed.
 			startedAt := metav1.Now()
@@ -485,7 +512,7 @@ func (w *podWorker) runOnce(ctx context.Context, kind containerKind, i int, c *v
 		now := metav1.Now()
 		log.Error("container has no command, failing it")
 		return runOutcome{permanent: true, term: &v1.ContainerStateTerminated{
-			ExitCode: 128, Reason: "ContainerCannotRun", Message: NoCommandMessage,
+			ExitCode: 128, Reason: "ContainerCannotRun", Message: noCommandMsg,
 			StartedAt: now, FinishedAt: now, ContainerID: id,
 		}}
 	}
@@ -545,9 +572,14 @@ func (w *podWorker) setRunning(kind containerKind, i int, startedAt metav1.Time,
 	})
 }
 
-// containerSpec builds the sandbox description of container c.
-func (w *podWorker) containerSpec(ctx context.Context, c *v1.Container) (ContainerSpec, error) {
-	env, err := ResolveEnv(ctx, w.pod, c, w.net, BaseEnv(w.pod, w.k.apiServer), w.k.getter)
+// containerSpec builds the sandbox description of container c, run from
+// img if it is not nil.
+func (w *podWorker) containerSpec(ctx context.Context, c *v1.Container, img *LocalImage) (ContainerSpec, error) {
+	base := BaseEnv(w.pod, w.k.apiServer)
+	if img != nil {
+		base = ImageBaseEnv(img.Config.Env, base)
+	}
+	env, err := ResolveEnv(ctx, w.pod, c, w.net, base, w.k.getter)
 	if err != nil {
 		return ContainerSpec{}, err
 	}
@@ -569,7 +601,7 @@ func (w *podWorker) containerSpec(ctx context.Context, c *v1.Container) (Contain
 	if len(hostname) > 63 {
 		hostname = hostname[:63]
 	}
-	return ContainerSpec{
+	spec := ContainerSpec{
 		Argv:                     ContainerArgv(c, env),
 		Env:                      env,
 		Mounts:                   mounts,
@@ -577,7 +609,13 @@ func (w *podWorker) containerSpec(ctx context.Context, c *v1.Container) (Contain
 		Hostname:                 hostname,
 		TerminationMessageSource: filepath.Join(w.dir, c.Name+".termination-log"),
 		TerminationMessagePath:   c.TerminationMessagePath,
-	}, nil
+	}
+	if img != nil {
+		if err := applyImage(&spec, w.pod, c, img); err != nil {
+			return ContainerSpec{}, err
+		}
+	}
+	return spec, nil
 }
 
 // ContainerMounts translates volumeMounts into bind mounts, resolving

@@ -39,7 +39,16 @@ type ContainerSpec struct {
 	// TerminationMessagePath inside the sandbox ("" = none).
 	TerminationMessageSource string
 	TerminationMessagePath   string
+	// RootFS is the host directory shown read-only as the sandbox's "/"
+	// (an image's rootfs); "" shows the host's root.
+	RootFS string
+	// User, if set and not root, is the identity inside a user namespace
+	// that maps it to the caller.
+	User *UserID
 }
+
+// UserID is the numeric identity a container process runs as.
+type UserID struct{ UID, GID uint32 }
 
 // HostEntry is a directory entry of the host filesystem.
 type HostEntry struct {
@@ -112,6 +121,8 @@ func depth(p string) int {
 // point below it is "shadowed" the same way (tmpfs + read-only binds of its
 // children). The tmpfs layers are remounted read-only at the end, so the
 // result behaves like a read-only host root with the volumes bound on top.
+// fs may also be an image's RootFS: the same construction then shows the
+// image instead of the host, so both modes share the mount-point handling.
 func BuildArgv(spec ContainerSpec, fs HostFS) ([]string, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty command")
@@ -167,6 +178,12 @@ func BuildArgv(spec ContainerSpec, fs HostFS) ([]string, error) {
 	}
 
 	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc"}
+	if u := spec.User; u != nil && (u.UID != 0 || u.GID != 0) {
+		// The user namespace maps the container's identity to nodesim's
+		// (root), so host-root-owned volume files stay writable for it.
+		args = append(args, "--unshare-user",
+			"--uid", strconv.FormatUint(uint64(u.UID), 10), "--gid", strconv.FormatUint(uint64(u.GID), 10))
+	}
 	if spec.Hostname != "" {
 		args = append(args, "--unshare-uts", "--hostname", spec.Hostname)
 	}
@@ -252,9 +269,13 @@ func shadowChildren(fs HostFS, dir string, skip []string) ([]string, error) {
 		}
 		if e.Symlink != "" {
 			args = append(args, "--symlink", e.Symlink, p)
-		} else {
-			args = append(args, "--ro-bind", p, p)
+			continue
 		}
+		src, err := bindSource(fs, p)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--ro-bind", src, p)
 	}
 	return args, nil
 }
@@ -384,7 +405,11 @@ func (r *Runner) Start(spec ContainerSpec, logPath string) (*Process, error) {
 	if r.bwrap == "" {
 		return nil, r.err
 	}
-	argv, err := BuildArgv(spec, r.fs)
+	fs := r.fs
+	if spec.RootFS != "" {
+		fs = RootFS{Root: spec.RootFS}
+	}
+	argv, err := BuildArgv(spec, fs)
 	if err != nil {
 		return nil, err
 	}
