@@ -39,8 +39,8 @@ for scope in cluster namespace; do
 done
 ok "helm package: $(grep -c . <<<"$packaged") files, the linked ones as files; renders the same bytes as the directory"
 
-# equivalent NAME OVERLAY_KUSTOMIZATION_BODY HELM_ARGS...: kustomize and Helm render the same.
-# The kustomize base names the development build's image tag; Helm defaults to the appVersion.
+# equivalent NAME OVERLAY_KUSTOMIZATION_BODY HELM_ARGS...: kustomize and Helm render the same,
+# the image too: the base's tag and the chart's appVersion are both the binary's version.
 equivalent() {
   local name=$1 body=$2 namespace
   shift 2
@@ -48,7 +48,7 @@ equivalent() {
   printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n%s\n' "$body" >"$work/$name/kustomization.yaml"
   kubectl kustomize "$work/$name" >"$work/$name.kustomize.yaml" || fail "$name: kubectl kustomize failed"
   namespace=$(awk '$1 == "namespace:" { print $2; exit }' "$work/$name.kustomize.yaml")
-  "$helm" template stsresize "$chart" --namespace "$namespace" --set image.tag=dev "$@" \
+  "$helm" template stsresize "$chart" --namespace "$namespace" "$@" \
     >"$work/$name.helm.yaml" 2> >(quiet >&2) || fail "$name: helm template $* failed"
   /usr/bin/python3 "$repo/tests/unit/manifests_equivalent.py" "$work/$name.kustomize.yaml" "$work/$name.helm.yaml" \
     >"$work/$name.out" || fail "$name: kustomize and Helm differ: $(cat "$work/$name.out")"
