@@ -57,6 +57,9 @@ type Kubelet struct {
 	finished map[types.UID]bool    // pods that reached a terminal phase here
 	ips      map[string]int        // per-node pod IP counter
 	shutdown bool
+
+	runsMu   sync.Mutex
+	liveRuns map[string]<-chan struct{} // container ID → closed when that run's process has exited
 }
 
 // NewKubelet wires the pod informer.
@@ -76,6 +79,7 @@ func NewKubelet(cfg KubeletConfig) *Kubelet {
 		workers:   map[string]*podWorker{},
 		finished:  map[types.UID]bool{},
 		ips:       map[string]int{},
+		liveRuns:  map[string]<-chan struct{}{},
 	}
 	pods := cfg.Factory.Core().V1().Pods()
 	k.podLister = pods.Lister()

@@ -143,6 +143,13 @@ func run(opts options, log *slog.Logger) error {
 		Log:       log,
 		APIServer: cfg.Host,
 	})
+	// Before the nodes register: they publish the server's port.
+	logServer, err := StartLogServer(kubelet, NodeIP+":0", nodeNames, log)
+	if err != nil {
+		return err
+	}
+	defer logServer.Close()
+	nodes.KubeletPort = int32(logServer.Port())
 	faults.OnChange(func(old, cur FaultSet) {
 		nodes.FaultsChanged(old, cur)
 		kubelet.FaultsChanged(old, cur)

@@ -44,6 +44,11 @@ type NodeManager struct {
 	log    *slog.Logger
 	queue  workqueue.TypedRateLimitingInterface[string]
 
+	// KubeletPort is the port of the log server (LogServer), published as
+	// status.daemonEndpoints.kubeletEndpoint, where kube-apiserver sends
+	// pods/log requests. Set it before Register.
+	KubeletPort int32
+
 	mu       sync.Mutex
 	lastBeat map[string]time.Time
 	gone     map[string]bool // lost nodes whose object was deleted (and not re-registered)
@@ -239,6 +244,7 @@ func (m *NodeManager) heartbeat(ctx context.Context, name string) error {
 			{Type: v1.NodeInternalIP, Address: NodeIP},
 			{Type: v1.NodeHostName, Address: name},
 		}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = m.KubeletPort
 		node.Status.NodeInfo = v1.NodeSystemInfo{
 			MachineID:               "nodesim-" + name,
 			SystemUUID:              "nodesim-" + name,

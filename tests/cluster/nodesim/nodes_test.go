@@ -13,6 +13,7 @@ import (
 func TestNodesRegisterHeartbeatTaintsAndLoss(t *testing.T) {
 	env := newTestEnv(t)
 	m := NewNodeManager(env.client, env.factory, testNodes, env.faults, env.log)
+	m.KubeletPort = 40123
 	if err := m.Register(env.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +32,22 @@ func TestNodesRegisterHeartbeatTaintsAndLoss(t *testing.T) {
 		if c := findNodeCondition(n.Status.Conditions, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
 			t.Errorf("%s Ready = %+v", name, c)
 		}
+		if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p != 40123 {
+			t.Errorf("%s kubelet port = %d, want the log server's 40123", name, p)
+		}
 		lease, err := env.client.CoordinationV1().Leases(leaseNamespace).Get(env.ctx, name, metav1.GetOptions{})
 		if err != nil || *lease.Spec.HolderIdentity != name || lease.Spec.RenewTime == nil {
 			t.Errorf("%s lease = %+v, %v", name, lease, err)
 		}
 	}
-	// Registering again (nodesim restart) adopts the nodes.
+	// Registering again (nodesim restart) adopts the nodes, and publishes
+	// the new log server's port.
+	m.KubeletPort = 40124
 	if err := m.Register(env.ctx); err != nil {
 		t.Fatal(err)
+	}
+	if n, _ := env.client.CoreV1().Nodes().Get(env.ctx, "sim-node-2", metav1.GetOptions{}); n.Status.DaemonEndpoints.KubeletEndpoint.Port != 40124 {
+		t.Errorf("kubelet port after re-registration = %d", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
 	}
 
 	// The TaintNodesByCondition admission adds not-ready taints: removed.
@@ -80,7 +89,13 @@ func TestNodesRegisterHeartbeatTaintsAndLoss(t *testing.T) {
 		t.Error("lease of a lost node renewed")
 	}
 
-	// Recovery: Ready again.
+	// Recovery: Ready again, and the heartbeat restores the port that
+	// someone cleared meanwhile.
+	n, _ = env.client.CoreV1().Nodes().Get(env.ctx, "sim-node-1", metav1.GetOptions{})
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = 0
+	if _, err := env.client.CoreV1().Nodes().UpdateStatus(env.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	env.faults.set(nil)
 	if err := m.sync(env.ctx, "sim-node-1"); err != nil {
 		t.Fatal(err)
@@ -88,6 +103,9 @@ func TestNodesRegisterHeartbeatTaintsAndLoss(t *testing.T) {
 	n, _ = env.client.CoreV1().Nodes().Get(env.ctx, "sim-node-1", metav1.GetOptions{})
 	if c := findNodeCondition(n.Status.Conditions, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
 		t.Errorf("recovered node Ready = %+v", c)
+	}
+	if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p != 40124 {
+		t.Errorf("kubelet port after a heartbeat = %d, want 40124", p)
 	}
 }
 

@@ -523,6 +523,11 @@ func (w *podWorker) runOnce(ctx context.Context, kind containerKind, i int, c *v
 	if st, err := os.Stat(logPath); err == nil {
 		logOffset = st.Size()
 	}
+	// Before the start, so that a log reader who sees this run's container
+	// ID in the status also finds where the run begins.
+	if err := recordRun(logPath, logOffset, id); err != nil {
+		log.Error("recording the run in the log's run index", "err", err)
+	}
 	p, err := w.k.runner.Start(spec, logPath)
 	if err != nil {
 		now := metav1.Now()
@@ -532,6 +537,7 @@ func (w *podWorker) runOnce(ctx context.Context, kind containerKind, i int, c *v
 			StartedAt: now, FinishedAt: now, ContainerID: id,
 		}}
 	}
+	defer w.k.trackRun(id, p.Done())()
 	startedAt := metav1.NewTime(p.StartedAt())
 	w.setRunning(kind, i, startedAt, id)
 	log.Info("container started", "pid", p.Pid(), "argv", spec.Argv, "log", logPath)
