@@ -577,6 +577,22 @@ std::string failure_reason(const httplib::Result& result, httplib::ClientImpl& c
 KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_view method,
                                       const std::string& path_and_query, const std::string* body,
                                       std::string_view content_type) {
+  auto text = send(operation, method, path_and_query, body, content_type, "application/json");
+  if (!text) return Unexpected(text.error());
+  if (text->empty()) return Json{};
+  Json parsed = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return Unexpected(
+        local_error(KubeErrorCode::ServerError, std::string{method} + " " + path_and_query +
+                                                    ": a 2xx answer with a body that is not JSON"));
+  }
+  return parsed;
+}
+
+KubeResult<std::string> HttpKubernetes::send(std::string_view operation, std::string_view method,
+                                             const std::string& path_and_query,
+                                             const std::string* body, std::string_view content_type,
+                                             std::string_view accept) {
   const std::string request = std::string{method} + " " + path_and_query;
   const auto started = std::chrono::steady_clock::now();
   try {
@@ -587,7 +603,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
     httplib::Request http;
     http.method = std::string{method};
     http.path = connections_->address().base_path + path_and_query;
-    http.set_header("Accept", "application/json");
+    http.set_header("Accept", std::string{accept});
     http.set_header("User-Agent", connections_->user_agent());
     if (!token->empty()) http.set_header("Authorization", "Bearer " + *token);
     if (body != nullptr) {
@@ -631,14 +647,7 @@ KubeResult<Json> HttpKubernetes::call(std::string_view operation, std::string_vi
       return Unexpected(error_from_response(status, result->body,
                                             result->get_header_value("Retry-After"), request));
     }
-    if (result->body.empty()) return Json{};
-    Json parsed = Json::parse(result->body, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) {
-      return Unexpected(local_error(
-          KubeErrorCode::ServerError,
-          request + ": HTTP " + std::to_string(status) + " with a body that is not JSON"));
-    }
-    return parsed;
+    return std::move(result->body);
   } catch (const std::exception& e) {
     return Unexpected(
         local_error(KubeErrorCode::Unreachable, request + ": request failed: " + e.what()));
@@ -780,6 +789,14 @@ KubeResult<void> HttpKubernetes::evict(const ObjectRef& pod, const EvictOptions&
     return Unexpected(std::move(error));
   }
   return {};
+}
+
+KubeResult<std::string> HttpKubernetes::tail(const ObjectRef& pod, const std::string& container,
+                                             int lines) {
+  auto path = object_path("pod_log", Named::ByRef, Kind::Pod, pod.ns, pod.name);
+  if (!path) return Unexpected(path.error());
+  *path += "/log?container=" + url_encode(container) + "&tailLines=" + std::to_string(lines);
+  return send("pod_log", "GET", *path, nullptr, {}, "text/plain, */*");
 }
 
 KubeResult<Json> HttpKubernetes::get_scale(const ObjectRef& ref) {

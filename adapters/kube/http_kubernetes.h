@@ -30,6 +30,7 @@
 
 #include "adapters/kube/config.h"
 #include "engine/ports/kubernetes.h"
+#include "engine/ports/pod_logs.h"
 
 namespace stsresize {
 
@@ -93,7 +94,7 @@ std::string resource_path(Kind kind, std::string_view ns, std::string_view name 
 KubeError error_from_response(int status, std::string_view body, std::string_view retry_after,
                               std::string_view request);
 
-class HttpKubernetes final : public Kubernetes {
+class HttpKubernetes final : public Kubernetes, public PodLogs {
  public:
   // Fails when the server URL or the PEM material is unusable (the message says which).
   static std::expected<std::unique_ptr<HttpKubernetes>, std::string> create(
@@ -114,6 +115,9 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<Json> get_scale(const ObjectRef& ref) override;
   KubeResult<Json> update_scale(const ObjectRef& ref, std::int32_t replicas,
                                 const std::string& resource_version) override;
+  // PodLogs: GET .../pods/NAME/log?container=C&tailLines=N (text, not JSON).
+  KubeResult<std::string> tail(const ObjectRef& pod, const std::string& container,
+                               int lines) override;
 
   // A request outside the port's kinds (e.g. creating a Namespace in tests). `path_and_query`
   // is sent as is (already encoded); a 2xx answer's JSON body (null if empty) is returned.
@@ -132,6 +136,10 @@ class HttpKubernetes final : public Kubernetes {
   KubeResult<Json> call(std::string_view operation, std::string_view method,
                         const std::string& path_and_query, const std::string* body,
                         std::string_view content_type);
+  // The body of a 2xx answer as it came (call() parses it as JSON).
+  KubeResult<std::string> send(std::string_view operation, std::string_view method,
+                               const std::string& path_and_query, const std::string* body,
+                               std::string_view content_type, std::string_view accept);
   void report(std::string_view operation, std::string_view request, int status,
               std::chrono::steady_clock::time_point started);
 

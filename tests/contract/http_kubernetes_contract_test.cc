@@ -6,6 +6,10 @@
 // deleted afterwards (its objects go with it, once the namespace controller has run).
 #include "tests/contract/http_cluster_support.h"
 #include "tests/contract/kubernetes_contract.h"
+#include "tests/contract/pod_logs_contract.h"
+
+#include <chrono>
+#include <thread>
 
 namespace stsresize::contract {
 namespace {
@@ -39,6 +43,56 @@ std::unique_ptr<KubernetesUnderTest> make_http() {
 
 INSTANTIATE_TEST_SUITE_P(Http, KubernetesContract,
                          ::testing::Values(KubernetesFactory{"Http", make_http}));
+
+// The pods run on the cluster's node simulator, whose kubelet log API the API server proxies
+// (tests/cluster/nodesim/README.md, "Logs"): the host's /bin/sh prints the text.
+std::unique_ptr<PodLogsUnderTest> make_http_logs() {
+  auto config = testing::cluster_config();
+  if (!config) {
+    if (!::testing::Test::HasFailure()) skip_without_cluster();
+    return nullptr;
+  }
+  auto created = HttpKubernetes::create(*config);
+  if (!created) {
+    ADD_FAILURE() << created.error();
+    return nullptr;
+  }
+  std::shared_ptr<HttpKubernetes> kube = std::move(*created);
+  auto ns = std::make_shared<testing::TestNamespace>(kube);
+  if (ns->name().empty()) return nullptr;
+  auto under_test = std::make_unique<PodLogsUnderTest>();
+  under_test->logs = kube.get();
+  under_test->ns = ns->name();
+  under_test->print = [kube = kube.get(), ns = ns->name()](const std::string& name,
+                                                           const std::string& container,
+                                                           const std::string& text) {
+    const Json pod = {{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata", {{"name", name}, {"namespace", ns}}},
+                      {"spec",
+                       {{"restartPolicy", "Never"},
+                        {"containers",
+                         {{{"name", container},
+                           {"image", "busybox"},
+                           {"command", {"/bin/sh", "-c", "printf '%s' \"$TEXT\""}},
+                           {"env", {{{"name", "TEXT"}, {"value", text}}}}}}}}}};
+    auto made = kube->create(Kind::Pod, pod);
+    ASSERT_TRUE(made) << made.error().message;
+    std::string phase;
+    for (int i = 0; i < 600 && phase != "Succeeded" && phase != "Failed"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{100});
+      auto got = kube->get({Kind::Pod, ns, name});
+      ASSERT_TRUE(got) << got.error().message;
+      phase = got->contains("status") ? got->at("status").value("phase", "") : "";
+    }
+    ASSERT_EQ(phase, "Succeeded") << "pod " << name << " did not succeed in 60 s";
+  };
+  under_test->owned = {kube, ns};
+  return under_test;
+}
+
+INSTANTIATE_TEST_SUITE_P(Http, PodLogsContract,
+                         ::testing::Values(PodLogsFactory{"Http", make_http_logs}));
 
 }  // namespace
 }  // namespace stsresize::contract
