@@ -23,6 +23,12 @@ ControllerOptions fast_options() {
   ControllerOptions options;
   options.workers = 2;
   options.engine.poll_interval = 20ms;
+  // The simulated clock moves 200 ms a tick whether or not the controller's threads got to run:
+  // on a loaded machine minutes of it pass between two reconciles, which must not read as a
+  // claim Pending or a Job running too long (these tests are not about those limits).
+  options.engine.pending_timeout = std::chrono::hours{24};
+  options.engine.scale_up_timeout = std::chrono::hours{24};
+  options.engine.job_timeout = std::chrono::hours{24};
   return options;
 }
 
