@@ -66,6 +66,19 @@ digest_lines() {
 }
 )sh";
 
+// rsync --info=progress2 rewrites one record in place with '\r'. Written as is, a copy's whole
+// progress is one "line" of the log, which `kubectl logs --tail` and the progress reads
+// (adapters/controller/copy_progress.h) cannot cut; so each record becomes a line as it comes.
+// The tool must not hold it back: busybox tr writes what it reads at once, coreutils tr only
+// once its buffer fills (and mawk reads a whole buffer before it splits records), so coreutils
+// tr runs with its output unbuffered (stdbuf, from coreutils too) where stdbuf is there.
+constexpr std::string_view kProgressLines =
+    R"sh(# progress_lines: rsync's progress records from stdin as lines, each as it comes.
+progress_lines() {
+  if command -v stdbuf > /dev/null 2>&1; then stdbuf -o0 tr '\r' '\n'; else tr '\r' '\n'; fi
+}
+)sh";
+
 constexpr std::string_view kScriptHead =
     R"sh(# summarise TREE SCRATCH [MANIFEST]: print TREE's summary as one JSON object. Every stage is
 # checked on its own (no pipefail in ash/dash); its lists go to the directory SCRATCH (a few
@@ -170,7 +183,9 @@ echo "stsresize-copy: rsync /source/ /destination/, summarising /source meanwhil
 status=0
 )sh";
 
-constexpr std::string_view kScriptTail = R"sh( /source/ /destination/ || status=$?
+constexpr std::string_view kScriptTail =
+    R"sh( /source/ /destination/ || echo "$?" > "$scratch/rsync-status"; } | progress_lines
+if [ -e "$scratch/rsync-status" ]; then status=$(cat "$scratch/rsync-status"); fi
 if [ "$status" -ne 0 ]; then
   wait "$source_pid" || true
   message="stsresize-copy: rsync failed with exit code $status"
@@ -276,7 +291,8 @@ while :; do
   { status=0; )sh";
 
 constexpr std::string_view kPreCopyTail =
-    R"sh( /source/ /destination/ || status=$?; echo "$status" > "$scratch/status"; } | tee "$scratch/out"
+    R"sh( /source/ /destination/ || status=$?; echo "$status" > "$scratch/status"; } |
+    progress_lines | tee "$scratch/out"
   status=$(cat "$scratch/status")
   # 24: files vanished while rsync read them, which a running application does.
   if [ "$status" -ne 0 ] && [ "$status" -ne 24 ]; then
@@ -448,12 +464,14 @@ std::string format_copy_summary(const CopySummary& summary) {
 std::string copy_script(const CopyJobSettings& settings) {
   std::string script{kScriptIntro};
   script += kDigestLines;
+  script += kProgressLines;
   script += kScriptHead;
-  // progress2: one overall progress record (bytes, %, rate) rewritten with '\r', so a long copy
-  // is visibly moving in `kubectl logs`. rsync refreshes it as each file completes, so a tree
-  // of millions of small files logs tens of bytes per file; the kubelet's log rotation bounds
-  // that, and per-file listings (-v) are deliberately not used.
-  script += "rsync --info=progress2";
+  // progress2: one overall progress record (bytes, %, rate), refreshed as each file completes
+  // and every second or so within a large one, made a line by progress_lines, so that a long
+  // copy is visibly moving in `kubectl logs` and its progress can be read from there. Per-file
+  // listings (-v) are deliberately not used. rsync's status is kept in a file: a pipeline's would
+  // be lost without pipefail.
+  script += "{ rsync --info=progress2";
   for (const std::string& flag : settings.rsync_flags) {
     script += ' ';
     script += shell_quoted(flag);
@@ -465,6 +483,7 @@ std::string copy_script(const CopyJobSettings& settings) {
 std::string pre_copy_script(const CopyJobSettings& settings) {
   std::string script{kPreCopyIntro};
   script += kDigestLines;
+  script += kProgressLines;
   script += kManifest;
   script += kPreCopyHead;
   script += "rsync --info=progress2 --stats --no-human-readable";

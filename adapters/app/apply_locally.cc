@@ -569,6 +569,9 @@ int run_apply_locally(const AdvanceOptions& options, Kubernetes& kube, const Adv
   auto resources = copy_job_resources(options.copy_job);
   if (!resources) return usage(resources.error());
   settings.engine.copy_job.resources = *resources;
+  auto rsync = copy_rsync_flags(options.copy_job);
+  if (!rsync) return usage(rsync.error());
+  settings.engine.copy_job.rsync_flags = *rsync;
   settings.lease_namespace = options.leader_elect_namespace.empty()
                                  ? caller.default_namespace
                                  : options.leader_elect_namespace;

@@ -24,7 +24,28 @@ std::vector<CLI::Option*> add_copy_job_flags(CLI::App& command, CopyJobFlags& fl
   options.push_back(command.add_option(
       "--copy-job-memory-limit", flags.memory_limit,
       "Memory limit of the copy Jobs, or none (default: " + or_none(defaults.memory_limit) + ")"));
+  options.push_back(command.add_option(
+      "--copy-bandwidth-limit", flags.bandwidth_limit,
+      "Bytes a second each copy may read and write (rsync --bwlimit), e.g. 100Mi, to spare "
+      "storage the application uses meanwhile; or none (default: none)"));
   return options;
+}
+
+std::expected<std::vector<std::string>, std::string> copy_rsync_flags(const CopyJobFlags& flags) {
+  std::vector<std::string> rsync = CopyJobSettings{}.rsync_flags;
+  if (flags.bandwidth_limit.empty() || flags.bandwidth_limit == "none") return rsync;
+  auto bytes = Quantity::parse(flags.bandwidth_limit);
+  if (!bytes) {
+    return std::unexpected("--copy-bandwidth-limit: " + bytes.error() +
+                           " (bytes a second, e.g. 100Mi, or none)");
+  }
+  // rsync counts in units of 1024 bytes a second; 0 would mean no limit.
+  if (bytes->bytes() < 1024) {
+    return std::unexpected("--copy-bandwidth-limit: " + flags.bandwidth_limit +
+                           " is less than 1Ki a second, the least rsync can keep to");
+  }
+  rsync.push_back("--bwlimit=" + std::to_string(bytes->bytes() / 1024));
+  return rsync;
 }
 
 std::expected<CopyJobResources, std::string> copy_job_resources(const CopyJobFlags& flags) {

@@ -22,6 +22,7 @@
 #include "adapters/app/namespaces.h"
 #include "adapters/clock/system_clock.h"
 #include "adapters/controller/controller.h"
+#include "adapters/controller/copy_progress.h"
 #include "adapters/events/kube_event_recorder.h"
 #include "adapters/failpoint/hook.h"
 #include "adapters/journal/sqlite_journal.h"
@@ -154,6 +155,10 @@ CLI::App* add_run_command(CLI::App& app, RunFlags& flags) {
   run->add_option("--poll-interval", flags.poll_interval,
                   "How soon to look again while waiting for the cluster")
       ->capture_default_str();
+  run->add_option("--copy-progress-interval", flags.copy_progress_interval,
+                  "How often the leader reads each running copy's progress from its log (pods/log: "
+                  "one request a copy each time) for /metrics and the CopyProgress Events")
+      ->capture_default_str();
   run->add_option("--pending-timeout", flags.pending_timeout,
                   "A claim still Pending this long fails the operation (then scale-back); a "
                   "pre-copy pod still unscheduled then is given up")
@@ -219,6 +224,7 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
       {"lost-volume-grace", flags.lost_volume_grace, &config.engine.lost_volume_grace},
       {"lost-volume-check-interval", flags.lost_volume_check_interval,
        &config.engine.lost_volume_check_interval},
+      {"copy-progress-interval", flags.copy_progress_interval, &config.copy_progress_interval},
   };
   for (const DurationFlag& flag : durations) {
     auto parsed = parse_duration(flag.text);
@@ -255,6 +261,11 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags) {
     config.engine.copy_job.resources = *resources;
   } else {
     return std::unexpected(resources.error());
+  }
+  if (auto rsync = copy_rsync_flags(flags.copy_job); rsync) {
+    config.engine.copy_job.rsync_flags = *rsync;
+  } else {
+    return std::unexpected(rsync.error());
   }
   if (flags.journal.empty()) return named("journal", "must name a file");
   config.journal = flags.journal;
@@ -415,6 +426,11 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
     metrics.reconciled(result, took);
     log_reconcile(key, result, took, message);
   });
+  // Read by the leader only: a standby's controller does not work.
+  CopyProgressWatcher copy_progress(controller.reads(), **kube, recorder,
+                                    {.ns = config->ns, .interval = config->copy_progress_interval},
+                                    [&controller] { return controller.working(); });
+  copy_progress.export_metrics(metrics);
 
   std::unique_ptr<runtime::LeaderElector> elector;
   std::optional<LeaseErrorLog> lease_errors;
@@ -504,6 +520,7 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
                              {"server", config->kube.server},
                              {"leader-elect", config->leader_election ? "true" : "false"}});
   controller.start_caches();
+  copy_progress.start();
 
   runtime::ShutdownSignal shutdown([&](int signal) {
     shutting_down = true;
@@ -521,6 +538,7 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
 
   // Work stops first (no step runs unleased), then the lease is released; only after that can
   // no on_started_leading callback assign `starter` any more, so it is joined last.
+  copy_progress.stop();
   controller.stop();
   if (runner) {
     if (auto released = runner->stop(/*release_lease=*/true); !released) {

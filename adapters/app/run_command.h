@@ -45,6 +45,7 @@ struct RunFlags {
   std::string drain_timeout = "1h";
   std::string lost_volume_grace = "5m";
   std::string lost_volume_check_interval = "30s";
+  std::string copy_progress_interval = "10s";
   std::string log_level = "info";
   std::string log_format = "text";
 };
@@ -68,6 +69,7 @@ struct RunConfig {
   std::string journal;
   int workers = 4;
   EngineSettings engine;
+  Duration copy_progress_interval{0};
   std::string log_level;
   std::string log_format;
 };

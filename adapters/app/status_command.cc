@@ -11,6 +11,7 @@
 #include "adapters/app/namespaces.h"
 #include "adapters/app/status_view.h"
 #include "adapters/clock/system_clock.h"
+#include "adapters/controller/copy_progress.h"
 #include "adapters/journal/sqlite_journal.h"
 #include "adapters/kube/http_kubernetes.h"
 #include "engine/annotations.h"
@@ -206,6 +207,7 @@ std::expected<Connection, std::string> connect(const std::string& kubeconfig,
                        .server = config->server};
   auto kube = HttpKubernetes::create(*config);
   if (!kube) return std::unexpected("credentials: " + kube.error());
+  target.logs = kube->get();
   return Connection{std::move(*kube), std::move(target)};
 }
 
@@ -269,6 +271,21 @@ struct StatusRead {
   std::string statefulsets_version;  // of the StatefulSets read: where -w's watch starts
 };
 
+// The progress of each running copy among the pods `owned` selects in `ns`, by namespace and
+// Job name: one list of pods and one read of each running copy's log (the last lines). What
+// cannot be read is left out: the column then says "-", as for a copy that has said nothing yet.
+std::map<std::pair<std::string, std::string>, CopyProgress> read_copies_progress(
+    Kubernetes& kube, PodLogs& logs, const std::string& ns, const ListOptions& owned) {
+  std::map<std::pair<std::string, std::string>, CopyProgress> out;
+  auto pods = list_all(kube, Kind::Pod, ns, owned);
+  if (!pods) return out;
+  for (const RunningCopy& copy : running_copies(pods->items)) {
+    auto progress = read_copy_progress(logs, copy);
+    if (progress && *progress) out[{copy.ns, copy.job}] = **progress;
+  }
+  return out;
+}
+
 // One reading of the cluster; the exit code when it could not be made.
 std::expected<StatusRead, int> read_status(Kubernetes& kube, const ClusterTarget& cluster,
                                            const StatusOptions& options, std::ostream& err) {
@@ -315,6 +332,19 @@ std::expected<StatusRead, int> read_status(Kubernetes& kube, const ClusterTarget
         cluster_error(err, "status", cluster, "list configmaps " + where(ns), definitions.error()));
   }
   read.rows = status_rows(statefulsets, claims->items, jobs->items, definitions->items);
+  const bool copying = std::ranges::any_of(read.rows, [](const StatusRow& row) {
+    return std::ranges::any_of(row.jobs, [](const JobView& job) { return job.state == "Running"; });
+  });
+  if (copying && cluster.logs != nullptr) {
+    const auto progress = read_copies_progress(kube, *cluster.logs, ns, owned);
+    for (StatusRow& row : read.rows) {
+      for (JobView& job : row.jobs) {
+        if (const auto found = progress.find({row.ns, job.name}); found != progress.end()) {
+          job.progress = found->second;
+        }
+      }
+    }
+  }
   if (!options.statefulset.empty()) {
     std::erase_if(read.rows, [&](const StatusRow& row) { return row.name != options.statefulset; });
     read.statefulset_exists = !statefulsets.empty() || !read.rows.empty();
@@ -545,6 +575,11 @@ int run_describe(Kubernetes& kube, Journal* journal, const ClusterTarget& cluste
                                    [](char c) { return c >= '0' && c <= '9'; });
       });
       if (of_this_set) input.recovered.push_back(std::move(claim));
+    }
+  }
+  if (cluster.logs != nullptr) {
+    for (auto& [key, progress] : read_copies_progress(kube, *cluster.logs, ns, owned)) {
+      input.progress[key.second] = progress;
     }
   }
   input.claims = std::move(claims->items);

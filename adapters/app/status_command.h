@@ -12,6 +12,7 @@
 
 #include "engine/ports/journal.h"
 #include "engine/ports/kubernetes.h"
+#include "engine/ports/pod_logs.h"
 #include "engine/time.h"
 
 namespace CLI {
@@ -43,6 +44,9 @@ struct DescribeOptions {
 struct ClusterTarget {
   std::string default_ns = "default";
   std::string server{};  // "https://127.0.0.1:6443", for messages
+  // Where a running copy's progress is read (the end of its pod's log); nullptr: not read, no
+  // PROGRESS.
+  PodLogs* logs = nullptr;
 };
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& options);

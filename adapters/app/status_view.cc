@@ -398,12 +398,43 @@ std::vector<StatusRow> status_rows(std::span<const Json> statefulsets, std::span
   return rows;
 }
 
+namespace {
+
+// The running copies of a row as one: its StatefulSet's claims are copied at once.
+std::optional<CopyProgress> row_progress(const StatusRow& row) {
+  std::vector<CopyProgress> copies;
+  for (const JobView& job : row.jobs) {
+    if (job.progress) copies.push_back(*job.progress);
+  }
+  return combine_copy_progress(copies);
+}
+
+Json progress_json(const std::optional<CopyProgress>& progress) {
+  if (!progress) return Json(nullptr);
+  const auto total = progress->bytes_total();
+  const auto eta = progress->eta();
+  return Json{
+      {"stage", progress->stage == CopyProgress::Stage::Verifying ? "Verifying" : "Copying"},
+      {"bytesDone", progress->bytes_done},
+      {"bytesTotal", total ? Json(*total) : Json(nullptr)},
+      {"percent", progress->listing ? Json(nullptr) : Json(progress->percent)},
+      {"bytesPerSecond", static_cast<std::int64_t>(progress->bytes_per_second)},
+      {"etaSeconds",
+       eta ? Json(std::chrono::duration_cast<std::chrono::seconds>(*eta).count()) : Json(nullptr)},
+      {"listing", progress->listing},
+      {"preCopyPass", progress->pre_copy_pass > 0 ? Json(progress->pre_copy_pass) : Json(nullptr)},
+      {"text", format_copy_progress(*progress)},
+  };
+}
+
+}  // namespace
+
 std::string render_status_table(std::span<const StatusRow> rows, TimePoint now,
                                 const StatusRenderOptions& options) {
   std::vector<Cells> table;
   Cells header;
   if (options.all_namespaces) header.push_back("NAMESPACE");
-  header.insert(header.end(), {"NAME", "PATH", "PHASE", "CLAIMS", "STEP AGE"});
+  header.insert(header.end(), {"NAME", "PATH", "PHASE", "CLAIMS", "PROGRESS", "STEP AGE"});
   if (options.wide) header.insert(header.end(), {"OPERATION", "TRIGGER", "TARGET", "REPLICAS"});
   header.push_back("MESSAGE");
   table.push_back(header);
@@ -416,6 +447,8 @@ std::string render_status_table(std::span<const StatusRow> rows, TimePoint now,
     cells.push_back(row.claims_total ? std::to_string(row.claims_done.value_or(0)) + "/" +
                                            std::to_string(*row.claims_total)
                                      : "-");
+    const auto progress = row_progress(row);
+    cells.push_back(progress ? format_copy_progress_short(*progress) : "-");
     cells.push_back(row.since ? human_age(std::chrono::duration_cast<Duration>(now - *row.since))
                               : "-");
     if (options.wide) {
@@ -519,9 +552,11 @@ Json status_item(const StatusRow& row, TimePoint now) {
     jobs.push_back(Json{{"name", job.name},
                         {"purpose", job.purpose},
                         {"state", job.state},
-                        {"detail", job.detail}});
+                        {"detail", job.detail},
+                        {"progress", progress_json(job.progress)}});
   }
   item["jobs"] = std::move(jobs);
+  item["progress"] = progress_json(row_progress(row));
   item["backupClaims"] = row.backup_claims;
   return item;
 }
@@ -814,12 +849,20 @@ void describe_related(std::string& out, const DescribeInput& input, const Status
     out += " <none>\n";
   } else {
     out += "\n";
+    // PROGRESS only while a copy runs that said where it is.
+    const bool progress_known = !input.progress.empty();
     std::vector<Cells> table{{"NAME", "PURPOSE", "OPERATION", "STATE", "DETAIL", "AGE"}};
+    if (progress_known) table.front().push_back("PROGRESS");
     for (const Json* job : jobs) {
       const JobView view = job_view(*job);
       table.push_back({view.name, or_dash(view.purpose),
                        or_dash(label_or_empty(*job, kOperationLabel)), view.state,
                        or_dash(view.detail), age_since(view.created, now)});
+      if (progress_known) {
+        const auto progress = input.progress.find(view.name);
+        table.back().push_back(
+            progress == input.progress.end() ? "-" : format_copy_progress(progress->second));
+      }
     }
     out += columns(table, "  ");
   }

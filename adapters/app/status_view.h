@@ -3,11 +3,13 @@
 // (StatefulSets, the claims and Jobs labelled stsresize.dev/statefulset, Events, journal
 // records): pure, no I/O, so that every rendering is tested on sample objects
 // (tests/unit/status_view_test.cc). The commands that read the cluster are status_command.h.
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/copy_progress.h"
 #include "engine/json.h"
 #include "engine/operation.h"
 #include "engine/ports/journal.h"
@@ -33,6 +35,8 @@ struct JobView {
   std::string state;    // "Running", "Succeeded", "Failed" or "Pending"
   std::string detail;   // "1 active, 1 failed attempt", the Failed condition's reason...
   std::optional<TimePoint> created;
+  // A running copy's, from the end of its pod's log (status_command.cc); nullopt: not read.
+  std::optional<CopyProgress> progress;
 };
 
 // One line of `stsresize status`. Empty strings and nullopt are unknown ("-" in the table).
@@ -114,6 +118,8 @@ struct DescribeInput {
   // With --journal: the journal's name and the records of this StatefulSet's operations.
   std::optional<std::string> journal;
   std::vector<JournalRecord> journal_records;
+  // The running copies' progress, by Job name (read from their pods' logs).
+  std::map<std::string, CopyProgress> progress;
 };
 std::string render_describe(const DescribeInput& input, TimePoint now);
 

@@ -12,7 +12,9 @@
 #include "adapters/app/exit_codes.h"
 #include "adapters/clock/manual_clock.h"
 #include "adapters/fake/fake_kubernetes.h"
+#include "adapters/fake/fake_pod_logs.h"
 #include "adapters/journal/memory_journal.h"
+#include "engine/vocabulary.h"
 #include "tests/support/replay_samples.h"
 #include "tests/support/status_samples.h"
 
@@ -79,11 +81,56 @@ TEST_F(StatusCommandTest, StatusCommand_ListsTheOperationsOfTheContextsNamespace
   const Outcome result = status({});
   ASSERT_EQ(result.code, kExitOk) << result.err;
   EXPECT_EQ(result.out,
-            "NAME    PATH   PHASE       CLAIMS   STEP AGE   MESSAGE\n"
-            "cache   -      Completed   -        5m\n"
-            "web     copy   BackingUp   1/3      27s        Job data-web-1-stsresize-backup: "
-            "Running (1 failed attempt)\n");
+            "NAME    PATH   PHASE       CLAIMS   PROGRESS   STEP AGE   MESSAGE\n"
+            "cache   -      Completed   -        -          5m\n"
+            "web     copy   BackingUp   1/3      -          27s        Job "
+            "data-web-1-stsresize-backup: Running (1 failed attempt)\n");
   EXPECT_EQ(result.err, "");
+}
+
+// PROGRESS and describe read the running copy's log: the pod of the running Job, its last lines.
+TEST_F(StatusCommandTest, StatusCommand_ReadsTheRunningCopysProgressFromItsLog) {
+  kube.put_raw(
+      Kind::Pod,
+      Json{{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata",
+            {{"name", "data-web-1-stsresize-backup-x7k2p"},
+             {"namespace", "shop"},
+             {"labels",
+              {{"job-name", "data-web-1-stsresize-backup"},
+               {std::string{kPurposeLabel}, "backup"},
+               {std::string{kStatefulSetLabel}, "web"}}}}},
+           {"spec",
+            {{"containers", {{{"name", "copy"}, {"image", "rsync"}}}},
+             {"volumes",
+              {{{"name", "source"}, {"persistentVolumeClaim", {{"claimName", "data-web-1"}}}}}}}},
+           {"status", {{"phase", "Running"}}}});
+  FakePodLogs logs{kube};
+  logs.print({Kind::Pod, "shop", "data-web-1-stsresize-backup-x7k2p"}, "copy",
+             "stsresize-copy: rsync /source/ /destination/, summarising /source meanwhile\n"
+             "    429,496,730  40%   24.00MB/s    0:00:25  \n");
+
+  // Without a way to read logs (a person without pods/log): no progress, nothing else changes.
+  EXPECT_TRUE(contains(status({}).out, "web     copy   BackingUp   1/3      -          27s"));
+  EXPECT_EQ(logs.reads(), 0);
+
+  cluster.logs = &logs;
+  const Outcome table = status({});
+  ASSERT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_TRUE(
+      contains(table.out, "web     copy   BackingUp   1/3      40%/1011Mi,ETA:0:00:25   27s"))
+      << table.out;
+  EXPECT_EQ(logs.reads(), 1);  // the running copy only
+  const Json json = Json::parse(status({.output = "json"}).out);
+  EXPECT_EQ(json["items"][1]["jobs"][1]["progress"]["percent"], 40);
+  EXPECT_EQ(json["items"][1]["progress"]["bytesDone"], 429496730);
+
+  const Outcome described = describe({.target = "web"});
+  ASSERT_EQ(described.code, kExitOk) << described.err;
+  EXPECT_TRUE(
+      contains(described.out, "40% (409.6 MiB of 1011.4 MiB) at 24.0 MiB/s, about 0:00:25 left"))
+      << described.out;
 }
 
 TEST_F(StatusCommandTest, StatusCommand_AllNamespacesAndOneStatefulSet) {
@@ -146,14 +193,15 @@ TEST_F(StatusCommandTest, StatusCommand_WatchPrintsTheRowsThatChangeAsTheyChange
   EXPECT_EQ(code, kExitOk) << err.str();
   const std::string printed = out.str();
   EXPECT_TRUE(
-      printed.starts_with("NAME    PATH   PHASE       CLAIMS   STEP AGE   MESSAGE\n"
-                          "cache   -      Completed   -        5m\n"
-                          "web     copy   BackingUp   1/3      27s"))
+      printed.starts_with("NAME    PATH   PHASE       CLAIMS   PROGRESS   STEP AGE   MESSAGE\n"
+                          "cache   -      Completed   -        -          5m\n"
+                          "web     copy   BackingUp   1/3      -          27s"))
       << printed;
   // One more line, web's, and no header again.
   const auto lines = std::ranges::count(printed, '\n');
   EXPECT_EQ(lines, 4) << printed;
-  EXPECT_TRUE(contains(printed, "\nweb     copy   Recreating   2/3      60s")) << printed;
+  EXPECT_TRUE(contains(printed, "\nweb     copy   Recreating   2/3      -          60s"))
+      << printed;
   EXPECT_EQ(printed.find("NAME", 1), std::string::npos) << printed;
 }
 
@@ -320,10 +368,11 @@ TEST_F(StatusCommandTest, StatusCommand_AStatefulSetBeingRecreatedShowsFromItsDe
 
   const Outcome all = status({});
   ASSERT_EQ(all.code, kExitOk) << all.err;
-  EXPECT_TRUE(contains(all.out,
-                       "db      -      UpdatingTemplate   -        3s         StatefulSet "
-                       "absent while it is re-created from ConfigMap "
-                       "stsresize-db-definition\n"))
+  EXPECT_TRUE(
+      contains(all.out,
+               "db      -      UpdatingTemplate   -        -          3s         StatefulSet "
+               "absent while it is re-created from ConfigMap "
+               "stsresize-db-definition\n"))
       << all.out;
   const Outcome one = status({.statefulset = "db"});
   ASSERT_EQ(one.code, kExitOk) << one.err;

@@ -99,11 +99,55 @@ TEST(StatusView, StatusTable_OneNamespaceHasNoNamespaceColumn) {
                           completed_statefulset("cache")};
   const std::string table = render_status_table(rows_of(cluster), kStatusNow, {});
   EXPECT_EQ(table,
-            "NAME    PATH     PHASE       CLAIMS   STEP AGE   MESSAGE\n"
-            "cache   -        Completed   -        5m\n"
-            "db      expand   Expanding   1/3      4s\n"
-            "web     copy     Restoring   1/3      95s\n")
+            "NAME    PATH     PHASE       CLAIMS   PROGRESS   STEP AGE   MESSAGE\n"
+            "cache   -        Completed   -        -          5m\n"
+            "db      expand   Expanding   1/3      -          4s\n"
+            "web     copy     Restoring   1/3      -          95s\n")
       << table;
+}
+
+TEST(StatusView, StatusTable_ProgressIsTheRunningCopiesTogether) {
+  Cluster cluster;
+  cluster.statefulsets = {statefulset_in("web", Phase::PreCopying, 36s),
+                          statefulset_in("db", Phase::Restoring, 4s)};
+  std::vector<StatusRow> rows = rows_of(cluster);
+  ASSERT_EQ(rows.size(), 2u);
+  StatusRow& web = rows[1].name == "web" ? rows[1] : rows[0];
+  // Two copies at once, 1 GiB each, at 24 MiB/s each.
+  CopyProgress first;
+  first.bytes_done = 429496730;  // 40% of 1 GiB
+  first.percent = 40;
+  first.bytes_per_second = 24.0 * 1024 * 1024;
+  CopyProgress second = first;
+  second.bytes_done = 536870912;  // 50%
+  second.percent = 50;
+  const auto running = [](const std::string& name, std::optional<CopyProgress> progress) {
+    JobView job;
+    job.name = name;
+    job.purpose = "pre-copy";
+    job.state = "Running";
+    job.progress = progress;
+    return job;
+  };
+  web.jobs = {running("data-web-0-stsresize-pre-copy", first),
+              running("data-web-1-stsresize-pre-copy", second),
+              running("data-web-2-stsresize-pre-copy", std::nullopt)};  // nothing said yet
+  const std::string table = render_status_table(rows, kStatusNow, {});
+  // Each total from its percentage (rounded down by rsync: taken at 40.5% and 50.5%), 1011.4
+  // and 1013.9 MiB; 921.6 MiB of them done at 24 MiB/s each: the longer has 25.1 s left.
+  EXPECT_EQ(table,
+            "NAME   PATH   PHASE        CLAIMS   PROGRESS                STEP AGE   MESSAGE\n"
+            "db     copy   Restoring    1/3      -                       4s\n"
+            "web    copy   PreCopying   0/3      45%/2.0Gi,ETA:0:00:25   36s\n")
+      << table;
+  const Json item = status_document(rows, kStatusNow)["items"][1];
+  EXPECT_EQ(item["progress"]["percent"], 45);
+  EXPECT_EQ(item["progress"]["bytesTotal"], 2123596470);
+  EXPECT_EQ(item["progress"]["etaSeconds"], 25);
+  EXPECT_EQ(item["progress"]["stage"], "Copying");
+  EXPECT_EQ(item["jobs"][0]["progress"]["text"],
+            "40% (409.6 MiB of 1011.4 MiB) at 24.0 MiB/s, about 0:00:25 left");
+  EXPECT_TRUE(item["jobs"][2]["progress"].is_null());
 }
 
 TEST(StatusView, StatusRow_ClaimsCountTheCurrentPhasesStep) {
@@ -260,6 +304,25 @@ TEST(StatusView, Describe_InProgressShowsClaimsJobsBackupsAndEvents) {
       sample_event("web", "Warning", "Forbidden", "cannot create jobs", kStatusNow - 60s, 3),
   };
   expect_matches_golden("describe_backing_up.txt", render_describe(input, kStatusNow));
+}
+
+TEST(StatusView, Describe_ARunningCopySaysWhereItIs) {
+  const Operation op = sample_operation("web", Phase::BackingUp, 27s);
+  DescribeInput input;
+  input.statefulset = statefulset_in("web", Phase::BackingUp, 27s);
+  input.jobs = {sample_job(op, 0, "backup", "succeeded"),
+                sample_job(op, 1, "backup", "running", 1)};
+  CopyProgress progress;
+  progress.bytes_done = 429496730;
+  progress.percent = 40;
+  progress.bytes_per_second = 24.0 * 1024 * 1024;
+  input.progress["data-web-1-stsresize-backup"] = progress;
+  const std::string text = render_describe(input, kStatusNow);
+  EXPECT_NE(text.find("AGE   PROGRESS\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("   40% (409.6 MiB of 1011.4 MiB) at 24.0 MiB/s, about 0:00:25 left\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("data-web-0-stsresize-backup"), std::string::npos) << text;
 }
 
 // Recreating asks for a source delete before it records it, and pvc-protection keeps a claim
