@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -210,7 +211,28 @@ func TestLostNodeReRegistersWhenNoLongerLost(t *testing.T) {
 }
 
 func TestHealthyDeletedNodeReRegisters(t *testing.T) {
-	_, env := runNodes(t, "")
+	m, env := runNodes(t, "")
+	// The informer must be watching before the delete: the fake clientset does not replay a
+	// change made between the informer's list and its watch, and a missed delete is noticed
+	// only at the next heartbeat, after this test's wait (it failed so under load).
+	// So: an update, written again until the informer shows one (a write made before its watch
+	// began is never shown).
+	writes := 0
+	eventually(t, 5*time.Second, "the node informer to see an update", func() bool {
+		if cached, err := m.lister.Get("sim-node-0"); err == nil && cached.Labels["nodesim.test/watched"] != "" {
+			return true
+		}
+		n, err := env.client.CoreV1().Nodes().Get(env.ctx, "sim-node-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes++
+		n.Labels["nodesim.test/watched"] = strconv.Itoa(writes)
+		if _, err := env.client.CoreV1().Nodes().Update(env.ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	})
 	// The delete is synchronous: any node found afterwards was registered again.
 	if err := env.client.CoreV1().Nodes().Delete(env.ctx, "sim-node-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
