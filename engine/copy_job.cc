@@ -184,8 +184,9 @@ status=0
 )sh";
 
 constexpr std::string_view kScriptTail =
-    R"sh( /source/ /destination/ || echo "$?" > "$scratch/rsync-status"; } | progress_lines
-if [ -e "$scratch/rsync-status" ]; then status=$(cat "$scratch/rsync-status"); fi
+    R"sh( /source/ /destination/ || status=$?; echo "$status" > "$scratch/rsync-status"; } |
+  progress_lines
+status=$(cat "$scratch/rsync-status")
 if [ "$status" -ne 0 ]; then
   wait "$source_pid" || true
   message="stsresize-copy: rsync failed with exit code $status"

@@ -85,18 +85,12 @@ std::string clock_text(Duration duration) {
   return text;
 }
 
-// "1.0Gi", "420Mi", "812": for a column, no space.
+// "1.0Gi", "420.5Mi", "812": human_bytes without its spaces and its "B", for a column.
 std::string compact_bytes(std::int64_t bytes) {
-  static constexpr const char* kUnits[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   if (bytes < 1024) return std::to_string(bytes);
-  double value = static_cast<double>(bytes) / 1024.0;
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, value < 10 ? "%.1f%s" : "%.0f%s", value, kUnits[unit]);
+  std::string text = human_bytes(bytes);  // "420.5 MiB"
+  std::erase(text, ' ');
+  text.pop_back();
   return text;
 }
 

@@ -56,7 +56,7 @@ std::optional<CopyProgress> parse_rsync_progress_line(std::string_view line);
 
 // "41% (420Mi of 1.0Gi) at 58.4MiB/s, about 0:00:10 left", "verifying", "listing: 12Mi so far".
 std::string format_copy_progress(const CopyProgress& progress);
-// For a column, without spaces: "41%/1.0Gi,ETA:0:00:10", "listing,12Mi", "verifying".
+// For a column, without spaces: "41%/1.0Gi,ETA:0:00:10", "listing,12.5Mi", "verifying".
 std::string format_copy_progress_short(const CopyProgress& progress);
 
 // Several copies as one (a StatefulSet's claims copied at once): bytes and rates added, the

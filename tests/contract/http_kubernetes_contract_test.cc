@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 namespace stsresize::contract {
 namespace {
@@ -18,22 +19,29 @@ void skip_without_cluster() {
   GTEST_SKIP() << testing::kNoClusterReason;
 }
 
-std::unique_ptr<KubernetesUnderTest> make_http() {
+// A client of the configured cluster and a fresh namespace; nullptr when there is none (the
+// case is then skipped, or has failed).
+std::pair<std::shared_ptr<HttpKubernetes>, std::shared_ptr<testing::TestNamespace>> connect() {
   auto config = testing::cluster_config();
   if (!config) {
     if (!::testing::Test::HasFailure()) skip_without_cluster();
-    return nullptr;
+    return {};
   }
   auto created = HttpKubernetes::create(*config);
   if (!created) {
     ADD_FAILURE() << created.error();
-    return nullptr;
+    return {};
   }
   std::shared_ptr<HttpKubernetes> kube = std::move(*created);
   // The port has no Namespace kind: the helper goes around it.
   auto ns = std::make_shared<testing::TestNamespace>(kube);
-  if (ns->name().empty()) return nullptr;
+  if (ns->name().empty()) return {};
+  return {kube, ns};
+}
 
+std::unique_ptr<KubernetesUnderTest> make_http() {
+  auto [kube, ns] = connect();
+  if (!kube) return nullptr;
   auto under_test = std::make_unique<KubernetesUnderTest>();
   under_test->kubernetes = kube.get();
   under_test->ns = ns->name();
@@ -47,19 +55,8 @@ INSTANTIATE_TEST_SUITE_P(Http, KubernetesContract,
 // The pods run on the cluster's node simulator, whose kubelet log API the API server proxies
 // (tests/cluster/nodesim/README.md, "Logs"): the host's /bin/sh prints the text.
 std::unique_ptr<PodLogsUnderTest> make_http_logs() {
-  auto config = testing::cluster_config();
-  if (!config) {
-    if (!::testing::Test::HasFailure()) skip_without_cluster();
-    return nullptr;
-  }
-  auto created = HttpKubernetes::create(*config);
-  if (!created) {
-    ADD_FAILURE() << created.error();
-    return nullptr;
-  }
-  std::shared_ptr<HttpKubernetes> kube = std::move(*created);
-  auto ns = std::make_shared<testing::TestNamespace>(kube);
-  if (ns->name().empty()) return nullptr;
+  auto [kube, ns] = connect();
+  if (!kube) return nullptr;
   auto under_test = std::make_unique<PodLogsUnderTest>();
   under_test->logs = kube.get();
   under_test->ns = ns->name();

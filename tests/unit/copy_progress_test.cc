@@ -63,7 +63,7 @@ TEST(CopyProgress, TakesTheLastProgressLineOfTheLog) {
   EXPECT_EQ(progress->tenth(), 4);
   EXPECT_EQ(format_copy_progress(*progress),
             "40% (119.1 MiB of 294.1 MiB) at 58.5 MiB/s, about 0:00:03 left");
-  EXPECT_EQ(format_copy_progress_short(*progress), "40%/294Mi,ETA:0:00:03");
+  EXPECT_EQ(format_copy_progress_short(*progress), "40%/294.1Mi,ETA:0:00:03");
   // A line written as a file completes shows the time taken: the ETA is computed instead.
   const auto completed =
       parse_copy_progress("   150,000,000  50%   10.00MB/s    0:00:15 (xfr#1, to-chk=1/3)\n");

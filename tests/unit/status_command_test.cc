@@ -119,7 +119,7 @@ TEST_F(StatusCommandTest, StatusCommand_ReadsTheRunningCopysProgressFromItsLog) 
   const Outcome table = status({});
   ASSERT_EQ(table.code, kExitOk) << table.err;
   EXPECT_TRUE(
-      contains(table.out, "web     copy   BackingUp   1/3      40%/1011Mi,ETA:0:00:25   27s"))
+      contains(table.out, "web     copy   BackingUp   1/3      40%/1011.4Mi,ETA:0:00:25   27s"))
       << table.out;
   EXPECT_EQ(logs.reads(), 1);  // the running copy only
   const Json json = Json::parse(status({.output = "json"}).out);
