@@ -62,6 +62,17 @@ struct CachedReads::Copy {
 struct CachedReads::Expectation {
   enum class Kind { Written, Deleted, Refused };
   Kind kind = Kind::Refused;
+  // The key as the server last told it here (the write's own answer, or the last live read's
+  // object or NotFound), and how many changes the cache had made before the server was asked.
+  // While the cache has made none since, it has learnt nothing the answer does not hold, and the
+  // answer is the fresher of the two: a read is answered with it rather than read live again.
+  // Any change of that cache (any key: an object deleted and re-created between two looks
+  // leaves it as it was) ends that; the expectation is then met, or the key read live again.
+  struct Known {
+    std::shared_ptr<const Json> object;  // null: NotFound
+    std::uint64_t cache_changes;         // the cache's Store::changes() before it was asked
+  };
+  std::optional<Known> known;
   std::string uid;  // Written: the written object's; Deleted: the deleted one's ("" unknown)
   std::optional<std::uint64_t> revision;  // Written: the written one; else the cache's then
   bool cached_present = false;            // Deleted, Refused: what the cache held then
@@ -104,11 +115,13 @@ class CachedReads::Live final : public Kubernetes {
     // its pod's termination message), and a step decides nothing destructive on a Job's absence
     // (it would create one: AlreadyExists, and the key is read live): the cache is as good.
     if (ref.kind == Kind::Job) return owner_.get(ref);
+    const std::uint64_t changes_before = owner_.changes_of(ref.kind);
     auto result = owner_.live_.get(ref);
     owner_.keep_copy(ref, result);
     if (const Cache* cache = owner_.cache_for(ref.kind)) {
       const auto cached = owner_.cached(*cache, ref);
       owner_.agree(ref, result ? &*result : nullptr, cached.get());
+      owner_.learn(ref, result, changes_before);
     }
     return result;
   }
@@ -175,6 +188,11 @@ std::uint64_t CachedReads::cache_hits() const {
 std::uint64_t CachedReads::live_after_write() const {
   std::lock_guard lock(mutex_);
   return live_after_write_;
+}
+
+std::uint64_t CachedReads::changes_of(Kind kind) const {
+  const Cache* cache = cache_for(kind);
+  return cache != nullptr ? cache->store->changes() : 0;
 }
 
 const CachedReads::Cache* CachedReads::cache_for(Kind kind) const {
@@ -254,8 +272,31 @@ void CachedReads::agree(const ObjectRef& ref, const Json* live_object, const Jso
   expectations_.erase(key_of(ref));
 }
 
+std::optional<KubeResult<Json>> CachedReads::known_answer(const ObjectRef& ref,
+                                                          const Cache& cache) {
+  const std::uint64_t changes = cache.store->changes();
+  std::lock_guard lock(mutex_);
+  const auto found = expectations_.find(key_of(ref));
+  if (found == expectations_.end() || !found->second.known) return std::nullopt;
+  const auto& known = *found->second.known;
+  if (known.cache_changes != changes) return std::nullopt;
+  ++hits_;
+  if (!known.object) return std::unexpected(not_found(ref));
+  return *known.object;
+}
+
+void CachedReads::learn(const ObjectRef& ref, const KubeResult<Json>& read,
+                        std::uint64_t changes_before) {
+  if (!read && read.error().code != KubeErrorCode::NotFound) return;  // it said nothing of it
+  std::lock_guard lock(mutex_);
+  const auto found = expectations_.find(key_of(ref));
+  if (found == expectations_.end()) return;  // settled: the cache answers
+  found->second.known =
+      Expectation::Known{read ? std::make_shared<const Json>(*read) : nullptr, changes_before};
+}
+
 void CachedReads::expect(const ObjectRef& ref, const Json* written, const KubeError* error,
-                         const std::string& deleted_uid) {
+                         const std::string& deleted_uid, std::uint64_t changes_before) {
   const Cache* cache = cache_for(ref.kind);
   if (cache == nullptr) return;  // read live anyway
   if (error != nullptr && error->code != KubeErrorCode::Conflict &&
@@ -268,6 +309,7 @@ void CachedReads::expect(const ObjectRef& ref, const Json* written, const KubeEr
     expectation.kind = Expectation::Kind::Written;
     expectation.uid = uid_of(written);
     expectation.revision = revision(*written);
+    expectation.known = Expectation::Known{std::make_shared<const Json>(*written), changes_before};
   } else {
     expectation.kind = error == nullptr ? Expectation::Kind::Deleted : Expectation::Kind::Refused;
     expectation.uid = deleted_uid.empty() ? uid_of(now.get()) : deleted_uid;
@@ -282,10 +324,11 @@ void CachedReads::expect(const ObjectRef& ref, const Json* written, const KubeEr
   expectations_.insert_or_assign(key_of(ref), std::move(expectation));
 }
 
-KubeResult<Json> CachedReads::recorded(const ObjectRef& ref, KubeResult<Json> result) {
+KubeResult<Json> CachedReads::recorded(const ObjectRef& ref, std::uint64_t changes_before,
+                                       KubeResult<Json> result) {
   keep_copy(ref, result);
   if (result) {
-    expect(ref, &*result, nullptr);
+    expect(ref, &*result, nullptr, {}, changes_before);
   } else {
     expect(ref, nullptr, &result.error());
   }
@@ -301,6 +344,7 @@ KubeResult<Json> CachedReads::get(const ObjectRef& ref) {
   }
   const Cache* cache = cache_for(ref.kind);
   if (cache == nullptr) return live_.get(ref);
+  const std::uint64_t changes_before = cache->store->changes();
   const auto object = cached(*cache, ref);
   if (settled(ref, object.get())) {
     // Absent from a cache filtered by a label is absent or not ours: a create then meets the
@@ -310,12 +354,14 @@ KubeResult<Json> CachedReads::get(const ObjectRef& ref) {
     if (!object) return std::unexpected(not_found(ref));
     return *object;
   }
+  if (auto answer = known_answer(ref, *cache)) return std::move(*answer);
   {
     std::lock_guard lock(mutex_);
     ++live_after_write_;
   }
   auto result = live_.get(ref);
   agree(ref, result ? &*result : nullptr, object.get());
+  learn(ref, result, changes_before);
   return result;
 }
 
@@ -351,20 +397,26 @@ KubeResult<ObjectList> CachedReads::list(Kind kind, const std::string& ns,
   return result;
 }
 
+// Each write counts the cache's changes before it is sent: its answer is worth more than the
+// cache only while the cache has shown nothing since, its own event for this write included.
 KubeResult<Json> CachedReads::create(Kind kind, const Json& object) {
-  return recorded(ref_of(kind, object), live_.create(kind, object));
+  const std::uint64_t before = changes_of(kind);
+  return recorded(ref_of(kind, object), before, live_.create(kind, object));
 }
 
 KubeResult<Json> CachedReads::update(Kind kind, const Json& object) {
-  return recorded(ref_of(kind, object), live_.update(kind, object));
+  const std::uint64_t before = changes_of(kind);
+  return recorded(ref_of(kind, object), before, live_.update(kind, object));
 }
 
 KubeResult<Json> CachedReads::update_status(Kind kind, const Json& object) {
-  return recorded(ref_of(kind, object), live_.update_status(kind, object));
+  const std::uint64_t before = changes_of(kind);
+  return recorded(ref_of(kind, object), before, live_.update_status(kind, object));
 }
 
 KubeResult<Json> CachedReads::patch(const ObjectRef& ref, PatchType type, const Json& patch) {
-  return recorded(ref, live_.patch(ref, type, patch));
+  const std::uint64_t before = changes_of(ref.kind);
+  return recorded(ref, before, live_.patch(ref, type, patch));
 }
 
 // An eviction is a delete of the pod: the cache's copy is forgotten the same way.

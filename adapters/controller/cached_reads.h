@@ -23,9 +23,15 @@
 //   refused (Conflict, AlreadyExists, NotFound)  the cache changed since: it was behind, or
 //                                 the object lies outside what it holds.
 // A live read that finds the same object at the same version as the cache (or both absent)
-// also settles the key. resourceVersions are compared as the integers kube-apiserver makes of
-// etcd's revisions; one that is not an integer never counts as met, so such a key is settled
-// only by agreement, reading live meanwhile.
+// also settles the key. Until it is settled, a key is answered with what the server last said
+// of it through this port (the write's own answer, or the last live read of it: the object, or
+// NotFound) while the cache holds what it held then: the cache has learnt nothing since, and
+// that answer is the fresher of the two. So a step reading back the claim it just created, or
+// the claim it deleted (held by its finalizer) three times in a reconcile, makes one request or
+// none. The cache moving (an event for that key) ends the answer: met, or read live again.
+// resourceVersions are compared as the integers kube-apiserver makes of etcd's revisions; one that
+// is not an integer never counts as met, so such a key is settled only by agreement, reading live
+// meanwhile.
 //
 // A kind whose informer keeps only part of each object (StatefulSets: not the pod template,
 // which an update must carry) is answered from whole copies instead (serve_whole_copies): the
@@ -109,14 +115,23 @@ class CachedReads final : public Kubernetes {
   std::shared_ptr<const Json> cached(const Cache& cache, const ObjectRef& ref) const;
   // After a write to `ref`: `written` is the object the server returned (null for a delete or
   // a refusal), `error` the refusal, if any. `deleted_uid`: a delete's uid precondition.
+  // `changes_before`: the cache's Store::changes() before the write was sent.
   void expect(const ObjectRef& ref, const Json* written, const KubeError* error,
-              const std::string& deleted_uid = {});
-  KubeResult<Json> recorded(const ObjectRef& ref, KubeResult<Json> result);
+              const std::string& deleted_uid = {}, std::uint64_t changes_before = 0);
+  KubeResult<Json> recorded(const ObjectRef& ref, std::uint64_t changes_before,
+                            KubeResult<Json> result);
+  std::uint64_t changes_of(Kind kind) const;  // 0 when not served
   // True when no write to `ref` awaits the cache (settling met expectations on the way).
   bool settled(const ObjectRef& ref, const Json* cached);
   bool any_unsettled(Kind kind, const std::string& ns);
   // A live read's outcome agrees with the cache: the key's expectation is settled.
   void agree(const ObjectRef& ref, const Json* live_object, const Json* cached);
+  // An unsettled key's answer from what the server last said of it here, while `cache` has
+  // made no change since; nullopt: read it live.
+  std::optional<KubeResult<Json>> known_answer(const ObjectRef& ref, const Cache& cache);
+  // A live read of an unsettled key, asked when the cache had made `changes_before` changes:
+  // its answer until the cache changes.
+  void learn(const ObjectRef& ref, const KubeResult<Json>& read, std::uint64_t changes_before);
 
   Kubernetes& live_;
   std::unique_ptr<Live> live_view_;

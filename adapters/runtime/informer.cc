@@ -124,6 +124,7 @@ void Store::put(const std::string& key, const Json& object) {
 void Store::put(const std::string& key, Entry entry) {
   std::lock_guard lock(mutex_);
   objects_[key] = std::move(entry);
+  ++changes_;
 }
 
 std::map<std::string, Store::Entry> Store::snapshot() const {
@@ -133,12 +134,19 @@ std::map<std::string, Store::Entry> Store::snapshot() const {
 
 bool Store::erase(const std::string& key) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   return objects_.erase(key) > 0;
+}
+
+std::uint64_t Store::changes() const {
+  std::lock_guard lock(mutex_);
+  return changes_;
 }
 
 std::map<std::string, Store::Entry> Store::replace(std::map<std::string, Entry> entries) {
   std::lock_guard lock(mutex_);
   std::swap(objects_, entries);
+  ++changes_;
   return entries;
 }
 

@@ -108,6 +108,9 @@ class Store {
   void visit(const std::string& ns, const std::function<void(const Json&)>& each) const;
   std::vector<std::string> keys() const;
   std::size_t size() const;
+  // How many times the informer has written to it (put, erase, replace): equal at two moments,
+  // it held the same objects at both.
+  std::uint64_t changes() const;
 
   // The informer's writes.
   void put(const std::string& key, const Json& object);
@@ -124,6 +127,7 @@ class Store {
 
   mutable std::mutex mutex_;
   std::map<std::string, Entry> objects_;  // sorted, so a namespace is a contiguous range
+  std::uint64_t changes_ = 0;
 };
 
 struct InformerStats {
