@@ -15,6 +15,7 @@
 #include "engine/timestamp.h"
 #include "states/machine.h"
 #include "states/reconciler_session.h"
+#include "states/run_reads.h"
 #include "states/step.h"
 #include "states/step_support.h"
 #include "states/volume_memo.h"
@@ -561,7 +562,9 @@ ReconcileResult Reconciler::Session::drive() {
         sts_ = std::move(*fresh);
         cached_version_.clear();
       }
-      StepContext ctx{live_volumes, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
+      // Each object read once in this run (states/run_reads.h); the next run reads again.
+      RunReads once{live_volumes};
+      StepContext ctx{once, r_.clock_, r_.events_, *this, r_.settings_, op_, sts_};
       outcome = step(ctx);
     }
     const bool wrote_on_cached = cached_kube.take();
