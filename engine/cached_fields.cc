@@ -97,6 +97,26 @@ const std::vector<FieldPath> kPodFields = with_metadata({
     FieldPath{"status"},  // pod_phase, pod_ready, terminated_container, drain::restarts
 });
 
+// Every volume is cached when the controller may list and watch them (a cluster-scoped
+// installation), and keeps what the states read of a volume: the rebind path
+// (states/rebind.cc: the reclaim policy, claimRef, phase, and the class and name a claim
+// created on it takes), the lost-volume recovery (engine/lost_volume.cc: the node it is pinned
+// to, when it was created and last changed phase; states/replace_volume.cc: its policy).
+// Dropped: the volume source (csi, hostPath, local...), mount options, finalizers and the rest
+// of status.
+const std::vector<FieldPath> kVolumeFields = with_metadata({
+    FieldPath{"metadata", "creationTimestamp"},          // bound_after_loss
+    FieldPath{"spec", "persistentVolumeReclaimPolicy"},  // rebind.cc, replace_volume.cc
+    FieldPath{"spec", "claimRef"},                       // rebind.cc: claim_ref_of
+    FieldPath{"spec", "storageClassName"},               // rebind.cc: claim_on_volume
+    FieldPath{"spec", "capacity"},                       // what a person reads in a dump
+    FieldPath{"spec", "accessModes"},                    // what a person reads in a dump
+    FieldPath{"spec", "volumeMode"},                     // what a person reads in a dump
+    FieldPath{"spec", "nodeAffinity"},                   // pinned_node
+    FieldPath{"status", "phase"},                        // rebind.cc
+    FieldPath{"status", "lastPhaseTransitionTime"},      // bound_after_loss
+});
+
 struct Node {
   bool whole = false;
   std::map<std::string_view, Node> children;  // "*": every element of an array
@@ -150,6 +170,8 @@ std::span<const FieldPath> cached_fields(Kind kind) {
       return kStorageClassFields;
     case Kind::Pod:
       return kPodFields;
+    case Kind::PersistentVolume:
+      return kVolumeFields;
     default:
       return {};
   }
@@ -164,6 +186,7 @@ Json trim_for_cache(Kind kind, Json object) {
   static const Node kClaimTree = tree_of(kClaimFields);
   static const Node kStorageClassTree = tree_of(kStorageClassFields);
   static const Node kPodTree = tree_of(kPodFields);
+  static const Node kVolumeTree = tree_of(kVolumeFields);
   const Node* tree = nullptr;
   switch (kind) {
     case Kind::StatefulSet:
@@ -177,6 +200,9 @@ Json trim_for_cache(Kind kind, Json object) {
       break;
     case Kind::Pod:
       tree = &kPodTree;
+      break;
+    case Kind::PersistentVolume:
+      tree = &kVolumeTree;
       break;
     default:
       break;

@@ -1,11 +1,11 @@
 #pragma once
 // The PersistentVolumes one reconcile has read or written, answered again to the steps' runs on
-// cached reads. Volumes are not watched (no informer: a cluster-wide watch of every volume, for
-// the few an operation touches), so without it each run of a step reads each of its volumes
-// live again: the rebind path's Recreating reads a claim's two volumes at every invocation,
-// several times a reconcile. A volume read or written earlier in the same reconcile is no older
-// than an informer's copy of it would be, and what a run on cached reads decides is never
-// destructive: a delete or a volume change (but Retain) runs again on live reads
+// cached reads. Volumes are watched only by a cluster-scoped controller whose ClusterRole lets
+// it list them (adapters/app/run_command.h: may_list_volumes); otherwise each run of a step
+// would read each of its volumes live again: the rebind path's Recreating reads a claim's two
+// volumes at every invocation, several times a reconcile. A volume read or written earlier in the
+// same reconcile is no older than an informer's copy of it would be, and what a run on cached reads
+// decides is never destructive: a delete or a volume change (but Retain) runs again on live reads
 // (Reconciler::Session::intend). Those runs read every volume live (Mode::Record: never
 // answered from here) and leave what they read and wrote here for the cached runs after them.
 // Not thread-safe: one per reconcile.

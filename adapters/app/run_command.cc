@@ -69,6 +69,11 @@ constexpr std::string_view kFooter =
     "Credentials: --kubeconfig, else $KUBECONFIG, else the pod's service account (in a\n"
     "cluster), else ~/.kube/config.\n"
     "\n"
+    "Caches: StatefulSets, claims, pods, and the Jobs and ConfigMaps stsresize makes, in the\n"
+    "watched namespaces; without --namespace also StorageClasses and, when the credentials\n"
+    "may list them, PersistentVolumes (otherwise read live at each step, and a warning says\n"
+    "what to grant). A step that deletes or changes data reads what it decides on live.\n"
+    "\n"
     "Endpoints: /metrics (Prometheus) on --metrics-bind-address; /healthz and /readyz on\n"
     "--health-probe-bind-address (ready: caches synced, and when electing, leading or standing\n"
     "by). Addresses: host:port, :port (all interfaces), [::1]:port, or 0 to disable.\n"
@@ -338,6 +343,26 @@ void log_reconcile(const std::string& key, std::string_view result, Duration too
 
 }  // namespace
 
+// Whether a cluster-scoped controller may list PersistentVolumes: one list of at most one, at
+// start. deploy/overlays/cluster-scoped/rbac.yaml grants list and watch beside get and patch,
+// and the steps then read volumes from an informer's cache; a ClusterRole of an older release
+// grants only get and patch, and an informer refused would keep the controller unready for
+// ever, so the volumes are then read live, as before, and the log says what to grant. Any
+// answer but Forbidden counts as may: the informer then says what fails, as every informer
+// does. A namespace-scoped installation is not asked (a Role cannot grant a cluster-scoped
+// kind): it takes the two-copy path, which reads no volume.
+bool may_list_volumes(Kubernetes& kube) {
+  ListOptions one;
+  one.limit = 1;
+  auto listed = kube.list(Kind::PersistentVolume, "", one);
+  if (listed || listed.error().code != KubeErrorCode::Forbidden) return true;
+  logging::warn(
+      "PersistentVolumes are read live at each step, not watched: grant list and watch on "
+      "persistentvolumes to the ClusterRole (as deploy/overlays/cluster-scoped/rbac.yaml does)",
+      {{"reason", listed.error().message}});
+  return false;
+}
+
 int run_controller(const RunFlags& flags, std::ostream& err) {
   auto test_hook = test_hook::from_environment();
   if (!test_hook) {
@@ -417,6 +442,7 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
   controller_options.operation_listener = &metrics;
   // A namespace-scoped installation has no right to list cluster-scoped StorageClasses.
   controller_options.watch_storage_classes = config->ns.empty();
+  controller_options.watch_volumes = config->ns.empty() && may_list_volumes(*controller_kube);
   Controller controller(*controller_kube, *controller_journal, clock, recorder, controller_options);
   // An Event's involved object is the StatefulSet just written: its copy is in the caches.
   recorder.read_objects_through(controller.reads());
@@ -518,7 +544,9 @@ int run_controller(const RunFlags& flags, std::ostream& err) {
                              {"workers", std::to_string(config->workers)},
                              {"journal", config->journal},
                              {"server", config->kube.server},
-                             {"leader-elect", config->leader_election ? "true" : "false"}});
+                             {"leader-elect", config->leader_election ? "true" : "false"},
+                             {"persistent-volumes",
+                              controller_options.watch_volumes ? "watched" : "read live"}});
   controller.start_caches();
   copy_progress.start();
 

@@ -8,6 +8,7 @@
 #include "adapters/app/copy_job_flags.h"
 #include "adapters/kube/config.h"
 #include "adapters/server/probe_server.h"
+#include "engine/ports/kubernetes.h"
 #include "engine/settings.h"
 
 namespace CLI {
@@ -83,5 +84,10 @@ std::expected<RunConfig, std::string> resolve_run_flags(const RunFlags& flags);
 // process ends at once so that no work continues without the lease; the engine resumes from
 // the cluster), or a failure to start (exit 2 with the reason on `err`).
 int run_controller(const RunFlags& flags, std::ostream& err);
+
+// Whether a cluster-scoped controller may list PersistentVolumes, and so watch them (one list
+// of at most one). Forbidden: no, with a warning that names what to grant; any other answer:
+// yes (the informer then reports what fails).
+bool may_list_volumes(Kubernetes& kube);
 
 }  // namespace stsresize::cli

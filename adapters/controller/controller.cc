@@ -63,6 +63,7 @@ struct Controller::Informers {
   std::unique_ptr<runtime::Informer> pods;
   std::unique_ptr<runtime::Informer> configmaps;
   std::unique_ptr<runtime::Informer> storage_classes;  // null when not watched
+  std::unique_ptr<runtime::Informer> volumes;          // null when not watched
 
   std::vector<std::pair<Kind, runtime::Informer*>> all() const {
     std::vector<std::pair<Kind, runtime::Informer*>> list{
@@ -72,6 +73,7 @@ struct Controller::Informers {
         {Kind::Pod, pods.get()},
         {Kind::ConfigMap, configmaps.get()}};
     if (storage_classes) list.emplace_back(Kind::StorageClass, storage_classes.get());
+    if (volumes) list.emplace_back(Kind::PersistentVolume, volumes.get());
     return list;
   }
 };
@@ -117,9 +119,10 @@ Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
   if (options_.watch_storage_classes) {
     informers_->storage_classes = informer(Kind::StorageClass, "", "");
   }
+  if (options_.watch_volumes) informers_->volumes = informer(Kind::PersistentVolume, "", "");
   // The steps' reads of these kinds. A StatefulSet's cached copy lacks the pod template, and an
   // update starts from the object read: it is answered from the whole object this port last
-  // read or wrote, while the informer shows it unchanged since. Volumes are not cached.
+  // read or wrote, while the informer shows it unchanged since.
   auto serve = [&](Kind kind, runtime::Informer* informer, bool whole) {
     cached_reads_->serve(
         kind, informer->store(), [informer] { return informer->has_synced(); }, whole);
@@ -134,6 +137,7 @@ Controller::Controller(Kubernetes& kube, Journal& journal, const Clock& clock,
   if (informers_->storage_classes) {
     serve(Kind::StorageClass, informers_->storage_classes.get(), /*whole=*/true);
   }
+  if (informers_->volumes) serve(Kind::PersistentVolume, informers_->volumes.get(), true);
 
   informers_->statefulsets->add_handler(
       [this](WatchEventType type, const std::shared_ptr<const Json>& sts) {

@@ -56,6 +56,10 @@ struct ControllerOptions {
   // Without the cache the filter sees no classes (a needed class looks missing, so the
   // StatefulSet is reconciled and the reconciler reports what it finds).
   bool watch_storage_classes = true;
+  // PersistentVolumes are cluster-scoped too, and only the rebind path and the lost-volume
+  // recovery read them: watched by a cluster-scoped controller that may list them, read live
+  // otherwise (a namespace-scoped installation takes two copies and reads none).
+  bool watch_volumes = false;
   // Watch events for a StatefulSet that arrive while it is being reconciled, or less than this
   // long after, are handled together by one reconcile this long after the last one; an event
   // later than that is handled at once. A resize sees bursts (its own writes echoed back, a

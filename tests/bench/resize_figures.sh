@@ -117,7 +117,7 @@
 #   tests/bench/resize_figures.sh [--build DIR] [--data-mib MIB] [--replicas N]
 #                                 [--paths copy,copy-cold,copy-template,rolling,two-copies,expansion,vshn]
 #                                 [--poll-interval DURATION] [--peer DIR] [--churn SECONDS]
-#                                 [--controller-args 'ARGS']
+#                                 [--controller-args 'ARGS'] [--cluster-scoped]
 #                                 [--kubeconfig FILE] [--name CLUSTER] [--keep] [--out DIR]
 #
 #   --data-mib       random data per volume, in MiB (default 1024); the volumes' disk must
@@ -135,6 +135,10 @@
 #   --controller-args  more flags for stsresize's `run`, split on spaces (e.g.
 #                    '--max-parallel-copies 2': with --build, two settings or two binaries
 #                    compared on one cluster)
+#   --cluster-scoped run stsresize without --namespace, as the cluster-scoped installation does
+#                    (and as vshn's controller runs): it then watches every namespace, the
+#                    StorageClasses and the PersistentVolumes (read live at each step
+#                    otherwise). Default: --namespace of the path's own namespace
 #   --peer DIR       also measure vshn/statefulset-resize-controller built from the checkout DIR
 #                    (see above); adds copy-template and vshn to --paths when missing
 #   --kubeconfig     use this cluster (a namespace of its own per path, deleted at its end);
@@ -148,7 +152,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$repo/build data_mib=1024 replicas=3 paths=copy,two-copies,expansion poll_interval='' given_kubeconfig=''
 cluster_name=resize-figures keep=0 out='' peer_dir=''
-controller_args='' churn=''
+controller_args='' churn='' cluster_scoped=0
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -159,6 +163,7 @@ while (($#)); do
     --peer) peer_dir=$2; shift 2 ;;
     --controller-args) controller_args=$2; shift 2 ;;
     --churn) churn=$2; shift 2 ;;
+    --cluster-scoped) cluster_scoped=1; shift ;;
     --kubeconfig) given_kubeconfig=$2; shift 2 ;;
     --name) cluster_name=$2; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -283,7 +288,9 @@ free_port() {
 start_controller() {
   local log=$1 port=$2
   shift 2
-  "$stsresize" run --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+  local scope=(--namespace "$ns")
+  ((cluster_scoped)) && scope=()
+  "$stsresize" run --kubeconfig "$KUBECONFIG" "${scope[@]}" \
     --metrics-bind-address "127.0.0.1:$port" --health-probe-bind-address "127.0.0.1:0" \
     --log-format json "$@" >>"$work/$log" 2>&1 &
   controller_pid=$!

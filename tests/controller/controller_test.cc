@@ -75,6 +75,36 @@ TEST(Controller, ResizesADetectedStatefulSetFromWatchEventsAlone) {
   EXPECT_EQ(world.events.with_reason("ResizeStarted").size(), 1u);
 }
 
+// A rebind resize, its volumes watched or not: the GETs of volumes it makes, and its data.
+int volume_gets_of_a_rebind_resize(bool watch_volumes) {
+  ResizeWorld world;
+  world.seed(/*expandable=*/false, "2Gi");
+  MemoryJournal journal;
+  ControllerOptions options = fast_options();
+  options.watch_volumes = watch_volumes;
+  Controller controller(world.kube, journal, world.clock, world.events, options);
+  controller.start_caches();
+  std::thread starter([&] { controller.start_workers(); });
+  const bool done = run_cluster_until(world, [&] { return resized(world, "2Gi"); });
+  controller.stop();
+  starter.join();
+  EXPECT_TRUE(done) << "watch_volumes " << watch_volumes;
+  for (const std::string& name : world.claim_names()) {
+    EXPECT_EQ(world.cluster.volume_files(world.claim(name)), world.original_files[name]) << name;
+  }
+  EXPECT_EQ(world.events.with_reason("RebindUnavailable").size(), 0u);
+  return world.kube.calls(Verb::Get, Kind::PersistentVolume);
+}
+
+TEST(Controller, WatchedVolumesAreReadLiveOnlyWhereAStepChangesThem) {
+  const int live = volume_gets_of_a_rebind_resize(false);
+  const int watched = volume_gets_of_a_rebind_resize(true);
+  // Without the informer every first read of a volume in a reconcile is a GET; with it, only
+  // the live runs of the steps that change a volume (its claimRef, a policy put back) read it.
+  EXPECT_GT(live, 0);
+  EXPECT_LT(watched, live) << "watched " << watched << ", live " << live;
+}
+
 TEST(Controller, AnIdleClusterCostsOnlyItsWatchesAfterTheInitialLists) {
   ResizeWorld world;
   world.seed(/*expandable=*/true, "1Gi");  // claims as large as their templates

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/k8s_objects.h"
+#include "engine/lost_volume.h"
+#include "engine/timestamp.h"
 
 namespace stsresize {
 namespace {
@@ -247,6 +249,55 @@ TEST(CachedFields, APodKeepsWhatTheFenceTheMeasureAndTheDrainRead) {
   EXPECT_EQ(cached["spec"]["nodeName"], pod["spec"]["nodeName"]);
   EXPECT_EQ(cached["spec"]["tolerations"], pod["spec"]["tolerations"]);
   EXPECT_EQ(cached["status"], pod["status"]);
+}
+
+// A volume as a CSI driver and the binder leave it: its source, mount options and finalizers
+// are never read.
+Json full_volume() {
+  Json volume = Json::parse(R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{
+    "annotations":{"pv.kubernetes.io/provisioned-by":"stsresize.dev/nodesim"},
+    "creationTimestamp":"2026-11-26T11:41:28Z","finalizers":["kubernetes.io/pv-protection"],
+    "name":"pvc-38930a9c","resourceVersion":"301","uid":"7d1e"},
+    "spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"1Gi"},
+      "claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data-web-0",
+        "namespace":"shop","resourceVersion":"290","uid":"38930a9c"},
+      "csi":{"driver":"stsresize.dev/nodesim","volumeHandle":"h-38930a9c",
+        "volumeAttributes":{"path":"/var/lib/nodesim/volumes/h-38930a9c"}},
+      "mountOptions":["noatime"],
+      "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+        {"key":"kubernetes.io/hostname","operator":"In","values":["sim-node-1"]}]}]}},
+      "persistentVolumeReclaimPolicy":"Retain","storageClassName":"sim-fixed",
+      "volumeMode":"Filesystem"},
+    "status":{"lastPhaseTransitionTime":"2026-11-26T11:41:29Z","phase":"Bound"}})");
+  volume["metadata"]["managedFields"] = kManagedFields;
+  return volume;
+}
+
+// Volumes are cached when the controller may list and watch them: each keeps what the rebind
+// path and the lost-volume recovery read.
+TEST(CachedFields, AVolumeKeepsWhatTheRebindPathAndTheRecoveryRead) {
+  const Json volume = full_volume();
+  const Json cached = trim_for_cache(Kind::PersistentVolume, volume);
+  EXPECT_FALSE(cached["spec"].contains("csi"));
+  EXPECT_FALSE(cached["spec"].contains("mountOptions"));
+  EXPECT_FALSE(cached["metadata"].contains("finalizers"));
+  EXPECT_FALSE(cached["metadata"].contains("managedFields"));
+  for (const char* field : {"persistentVolumeReclaimPolicy", "claimRef", "storageClassName",
+                            "capacity", "accessModes", "volumeMode", "nodeAffinity"}) {
+    EXPECT_EQ(cached["spec"][field], volume["spec"][field]) << field;
+  }
+  EXPECT_EQ(cached["status"], volume["status"]);
+  EXPECT_EQ(k8s::name(cached), k8s::name(volume));
+  EXPECT_EQ(k8s::uid(cached), k8s::uid(volume));
+  EXPECT_EQ(k8s::annotations(cached), k8s::annotations(volume));
+  EXPECT_EQ(pinned_node(cached), pinned_node(volume));
+  ASSERT_EQ(pinned_node(cached), std::optional<std::string>{"sim-node-1"});
+  const Json claim = full_claim();
+  for (const char* at : {"2026-11-26T11:41:00Z", "2026-11-26T11:41:29Z", "2026-11-26T12:00:00Z"}) {
+    const TimePoint lost_at = *parse_timestamp(at);
+    EXPECT_EQ(bound_after_loss(claim, cached, lost_at), bound_after_loss(claim, volume, lost_at))
+        << at;
+  }
 }
 
 // A field of the wrong shape stays as it is, so that its reader reports it as on the full

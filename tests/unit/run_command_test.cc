@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/clock/manual_clock.h"
+#include "adapters/fake/fake_kubernetes.h"
 #include "tests/unit/kube_test_support.h"
 
 namespace stsresize::cli {
@@ -78,6 +80,23 @@ TEST_F(RunFlagsTest, CopiesRunForEveryClaimAtOnceUnlessABoundIsGiven) {
     ASSERT_FALSE(out) << refused;
     EXPECT_EQ(out.error(), "--max-parallel-copies: must be from 0 (no bound) to 64");
   }
+}
+
+// A cluster-scoped controller watches volumes when it may list them; a ClusterRole of an older
+// release (get and patch only) keeps them read live rather than an informer refused for ever.
+TEST(MayListVolumes, OnlyAForbiddenListSaysNo) {
+  ManualClock clock;
+  FakeKubernetes kube{clock};
+  EXPECT_TRUE(may_list_volumes(kube));
+  kube.inject({.verb = Verb::List,
+               .kind = Kind::PersistentVolume,
+               .error = KubeError{KubeErrorCode::Forbidden, "cannot list persistentvolumes", {}}});
+  EXPECT_FALSE(may_list_volumes(kube));
+  kube.inject({.verb = Verb::List,
+               .kind = Kind::PersistentVolume,
+               .error = KubeError{KubeErrorCode::ServerError, "etcd leader changed", {}}});
+  EXPECT_TRUE(may_list_volumes(kube)) << "the informer retries and reports anything else";
+  EXPECT_EQ(kube.calls(Verb::List, Kind::PersistentVolume), 3);
 }
 
 }  // namespace

@@ -47,19 +47,19 @@ step "a kubeconfig with a TokenRequest token of $system_ns/$sa"
 deploy_sa_kubeconfig "$sa" "$system_ns" "$work/sa.kubeconfig"
 can() { kubectl --kubeconfig "$work/sa.kubeconfig" auth can-i "$@" 2>/dev/null || true; }
 for allowed in "list statefulsets.apps -A" "watch persistentvolumeclaims -A" "delete persistentvolumeclaims -n $ns" \
-  "get persistentvolumes" "patch persistentvolumes" \
+  "get persistentvolumes" "patch persistentvolumes" "watch persistentvolumes" \
   "create jobs.batch -n $ns" "list storageclasses.storage.k8s.io" "create events -n $ns" \
   "update leases.coordination.k8s.io -n $system_ns" "create pods -n $ns" "delete pods -n $ns"; do
   # shellcheck disable=SC2086 # words on purpose
   [[ $(can $allowed) == yes ]] || fail "the ServiceAccount may not: $allowed"
 done
-for refused in "get secrets -n $ns" "list persistentvolumes" "delete persistentvolumes" "create persistentvolumes" \
+for refused in "get secrets -n $ns" "delete persistentvolumes" "create persistentvolumes" \
   "update persistentvolumes" "delete nodes" "update pods -n $ns" \
   "update persistentvolumeclaims -n $ns" "update leases.coordination.k8s.io -n $ns" "delete storageclasses.storage.k8s.io"; do
   # shellcheck disable=SC2086
   [[ $(can $refused) == no ]] || fail "the ServiceAccount may, but should not: $refused"
 done
-ok "allowed: what the code uses (pods: the drain's cleanup pods; PVs: get and patch, the rebind path); refused: secrets, listing, creating, updating or deleting PVs, nodes, pod update, PVC update, leases elsewhere"
+ok "allowed: what the code uses (pods: the drain's cleanup pods; PVs: get and patch, the rebind path, list and watch, its cache); refused: secrets, creating, updating or deleting PVs, nodes, pod update, PVC update, leases elsewhere"
 
 step "every namespace, as the ServiceAccount: caches sync, and it stands by (the Lease is someone else's)"
 now=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
@@ -84,7 +84,9 @@ until ready=$(curl -fsS "http://127.0.0.1:$port/readyz" 2>/dev/null); do
 done
 [[ $ready == *"standing by"* ]] || fail "/readyz says '$ready', not standing by"
 e2e_stop_controller "$all_pid"
-ok "/readyz: $ready (informers on StatefulSets, claims, Jobs, Pods, ConfigMaps, StorageClasses of the whole cluster)"
+grep -q '"msg":"starting".*"persistent-volumes":"watched"' "$work/all.log" ||
+  fail "PersistentVolumes not watched: $(grep -m 2 -e '"msg":"starting"' -e 'read live' "$work/all.log")"
+ok "/readyz: $ready (informers on StatefulSets, claims, Jobs, Pods, ConfigMaps, StorageClasses, PersistentVolumes of the whole cluster)"
 
 step "StatefulSets web (sim-expandable) and db (sim-fixed): 3 replicas of 1Gi each, random data"
 e2e_statefulset web sim-expandable 3
