@@ -27,6 +27,9 @@ struct LaggingCaches {
         Kind::StorageClass, classes, [] { return true; }, true);
     reads.serve(
         Kind::Pod, pods, [] { return true; }, true);
+    // As a cluster-scoped controller that may list them (run: may_list_volumes).
+    reads.serve(
+        Kind::PersistentVolume, volumes, [] { return true; }, true);
     reads.serve_whole_copies(Kind::StatefulSet, statefulsets, [] { return true; });
     refresh();
   }
@@ -37,13 +40,14 @@ struct LaggingCaches {
     fill(config_maps, Kind::ConfigMap, true);
     fill(classes, Kind::StorageClass, false);
     fill(pods, Kind::Pod, false);
+    fill(volumes, Kind::PersistentVolume, false);
     fill(statefulsets, Kind::StatefulSet, false);
   }
   // Only the StatefulSet cache: the event of a change to it, which wakes its reconcile.
   void refresh_statefulsets() { fill(statefulsets, Kind::StatefulSet, false); }
 
   FakeKubernetes& kube;
-  runtime::Store claims, jobs, config_maps, classes, pods, statefulsets;
+  runtime::Store claims, jobs, config_maps, classes, pods, volumes, statefulsets;
   CachedReads reads;
 
  private:
