@@ -4,10 +4,6 @@ namespace stsresize {
 
 namespace {
 
-std::string object_key(const ObjectRef& ref) {
-  return std::string{to_string(ref.kind)} + "/" + ref.ns + "/" + ref.name;
-}
-
 std::string kind_prefix(Kind kind) {
   return std::string{to_string(kind)} + "/";
 }
@@ -27,7 +23,7 @@ bool worth_keeping(const KubeResult<Json>& read) {
 }  // namespace
 
 KubeResult<Json> RunReads::get(const ObjectRef& ref) {
-  const std::string key = object_key(ref);
+  const std::string key = to_string(ref);
   if (auto found = objects_.find(key); found != objects_.end()) {
     ++answered_;
     return found->second;
@@ -52,7 +48,7 @@ KubeResult<ObjectList> RunReads::list(Kind kind, const std::string& ns,
 }
 
 void RunReads::forget(const ObjectRef& ref) {
-  objects_.erase(object_key(ref));
+  objects_.erase(to_string(ref));
   const std::string prefix = kind_prefix(ref.kind);
   for (auto it = lists_.lower_bound(prefix); it != lists_.end() && it->first.starts_with(prefix);) {
     it = lists_.erase(it);
@@ -61,7 +57,7 @@ void RunReads::forget(const ObjectRef& ref) {
 
 KubeResult<Json> RunReads::written(const ObjectRef& ref, KubeResult<Json> answer) {
   forget(ref);
-  if (answer) objects_.insert_or_assign(object_key(ref), answer);
+  if (answer) objects_.insert_or_assign(to_string(ref), answer);
   return answer;
 }
 

@@ -49,7 +49,7 @@ class RunReads final : public Kubernetes {
   void forget(const ObjectRef& ref);
 
   Kubernetes& inner_;
-  std::map<std::string, KubeResult<Json>> objects_;      // by kind/ns/name
+  std::map<std::string, KubeResult<Json>> objects_;      // by to_string(ref)
   std::map<std::string, KubeResult<ObjectList>> lists_;  // by kind/ns/options
   int made_ = 0;
   int answered_ = 0;

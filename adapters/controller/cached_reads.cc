@@ -344,7 +344,6 @@ KubeResult<Json> CachedReads::get(const ObjectRef& ref) {
   }
   const Cache* cache = cache_for(ref.kind);
   if (cache == nullptr) return live_.get(ref);
-  const std::uint64_t changes_before = cache->store->changes();
   const auto object = cached(*cache, ref);
   if (settled(ref, object.get())) {
     // Absent from a cache filtered by a label is absent or not ours: a create then meets the
@@ -359,6 +358,9 @@ KubeResult<Json> CachedReads::get(const ObjectRef& ref) {
     std::lock_guard lock(mutex_);
     ++live_after_write_;
   }
+  // Counted before the server is asked, and only here: a settled key, the common case, costs
+  // no second look at the store.
+  const std::uint64_t changes_before = cache->store->changes();
   auto result = live_.get(ref);
   agree(ref, result ? &*result : nullptr, object.get());
   learn(ref, result, changes_before);
